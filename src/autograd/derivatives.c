@@ -1,0 +1,281 @@
+/* derivatives.c: the backward column of ops.def (PyTorch's derivatives.yaml).
+ *
+ * The UNARY and BINARY rows' formulas are expressions in the vocabulary below;
+ * this file stamps each into a backward function. Every word is a
+ * differentiable op (an ag_* call), so with create_graph the backward pass is
+ * itself recorded and can be differentiated again. Temporaries go to the
+ * formula's frame (F), which the engine clears after the formula ran. */
+#include "autograd/autograd.h"
+#include <math.h>
+
+/* ---- the vocabulary ---- */
+#define G (c->go[0])
+#define SELF (c->in[0])
+#define OTHER (c->in[1])
+#define RESULT (c->out[0])
+#define S0 (c->args->s[0])
+#define S1 (c->args->s[1])
+#define UN(op, a) F(ag_unary(OP_##op, a))
+#define BIN(op, a, b) F(ag_binary(OP_##op, a, b))
+#define BINS(op, a, s) F(ag_binary_scalar(OP_##op, a, s))
+#define MUL(a, b) BIN(mul, a, b)
+#define DIV(a, b) BIN(div, a, b)
+#define ADD(a, b) BIN(add, a, b)
+#define SUB(a, b) BIN(sub, a, b)
+#define NEG(a) UN(neg, a)
+#define MULS(a, s) BINS(mul, a, s)
+#define ADDS(a, s) BINS(add, a, s)
+#define RSUBS(a, s) ADDS(NEG(a), s) /* s - a */
+#define POW(a, b) BIN(pow, a, b)
+#define POWS(a, s) BINS(pow, a, s)
+#define COS(a) UN(cos, a)
+#define SIN(a) UN(sin, a)
+#define COSH(a) UN(cosh, a)
+#define SINH(a) UN(sinh, a)
+#define EXP(a) UN(exp, a)
+#define LOG(a) UN(log, a)
+#define SQRT(a) UN(sqrt, a)
+#define TANH(a) UN(tanh, a)
+#define ERF(a) UN(erf, a)
+#define SIGMOID(a) UN(sigmoid, a)
+#define SGN(a) UN(sign, a)
+#define ISFINITE(a) UN(isfinite, a)
+#define DIVFLOOR(a, b) BIN(div_floor, a, b)
+#define DIVTRUNC(a, b) BIN(div_trunc, a, b)
+#define GTS(a, s) BINS(gt, a, s)
+#define ZEROS(g) F(ag_zeros_like_meta(&c->node->in_meta[0]))
+
+/* where(cond, a, 0) as a * cond. (Unlike PyTorch's where, a NaN in `a` stays
+ * NaN where cond is false; the formulas here only mask finite values.) */
+static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) { return MUL(a, cond); }
+#define THRESHOLD_BWD(g, r) masked(g, GTS(r, 0))
+
+static TensorImpl *gelu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
+    (void)c;
+    TensorImpl *cdf = MULS(ADDS(ERF(MULS(x, M_SQRT1_2)), 1), 0.5);
+    TensorImpl *pdf = MULS(EXP(MULS(MUL(x, x), -0.5)), 0.5 * M_2_SQRTPI * M_SQRT1_2);
+    return MUL(g, ADD(cdf, MUL(x, pdf)));
+}
+#define GELU_BWD(g, x) gelu_bwd(c, g, x)
+
+static TensorImpl *gelu_tanh_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
+    (void)c;
+    const double k = M_2_SQRTPI * M_SQRT1_2, k2 = 0.044715;
+    TensorImpl *x2 = MUL(x, x);
+    TensorImpl *t = TANH(MULS(ADD(x, MULS(MUL(x2, x), k2)), k));
+    TensorImpl *left_d = MULS(ADDS(t, 1), 0.5);
+    TensorImpl *right_d = MUL(RSUBS(MUL(t, t), 1), ADDS(MULS(x2, 3 * k2 * k), k));
+    return MUL(g, ADD(left_d, MUL(MULS(x, 0.5), right_d)));
+}
+#define GELU_TANH_BWD(g, x) gelu_tanh_bwd(c, g, x)
+
+static TensorImpl *silu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
+    (void)c;
+    TensorImpl *s = SIGMOID(x);
+    return MUL(g, MUL(s, ADDS(MUL(x, RSUBS(s, 1)), 1)));
+}
+#define SILU_BWD(g, x) silu_bwd(c, g, x)
+
+/* softplus: g * sigmoid(beta x) below the threshold, g above it */
+static TensorImpl *softplus_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x, double beta, double th) {
+    (void)c;
+    TensorImpl *bx = MULS(x, beta);
+    TensorImpl *above = GTS(bx, th);
+    TensorImpl *s = SIGMOID(bx);
+    /* s + above * (1 - s) */
+    return MUL(g, ADD(s, MUL(above, RSUBS(s, 1))));
+}
+#define SOFTPLUS_BWD(g, x, b, t) softplus_bwd(c, g, x, b, t)
+
+/* d/dx x^y = y x^(y-1), zero where y == 0 */
+static TensorImpl *pow_bwd_self(BackwardCtx *c, TensorImpl *g, TensorImpl *x, TensorImpl *y) {
+    (void)c;
+    TensorImpl *d = MUL(y, POW(x, ADDS(y, -1)));
+    return MUL(g, masked(d, BINS(ne, y, 0)));
+}
+#define POW_BWD_SELF(g, x, y) pow_bwd_self(c, g, x, y)
+
+/* d/dy x^y = x^y log x, zero where x == 0 and y >= 0 */
+static TensorImpl *pow_bwd_exp(BackwardCtx *c, TensorImpl *g, TensorImpl *x, TensorImpl *y, TensorImpl *r) {
+    (void)c;
+    TensorImpl *d = MUL(r, LOG(x));
+    TensorImpl *keep = BIN(logical_or, BINS(ne, x, 0), BINS(lt, y, 0));
+    return MUL(g, masked(d, keep));
+}
+#define POW_BWD_EXP(g, x, y, r) pow_bwd_exp(c, g, x, y, r)
+
+static TensorImpl *atan2_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x, TensorImpl *y, int which) {
+    (void)c;
+    TensorImpl *den = ADD(MUL(x, x), MUL(y, y));
+    return which == 0 ? DIV(MUL(g, y), den) : DIV(MUL(g, NEG(x)), den);
+}
+#define ATAN2_BWD(g, x, y, w) atan2_bwd(c, g, x, y, w)
+
+/* maximum/minimum: the gradient goes to the larger (smaller) input, split in
+ * half on ties, as PyTorch does. */
+static TensorImpl *minmax_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *a, TensorImpl *b, int is_max) {
+    (void)c;
+    TensorImpl *win = is_max ? BIN(gt, a, b) : BIN(lt, a, b);
+    TensorImpl *tie = BIN(eq, a, b);
+    return ADD(masked(g, win), MULS(masked(g, tie), 0.5));
+}
+#define MINMAX_BWD(g, a, b, m) minmax_bwd(c, g, a, b, m)
+
+/* ---- the UNARY and BINARY rows ---- */
+#define DU(name, d)                                                              \
+    static int du_##name(BackwardCtx *c, TensorImpl **gi) {                      \
+        return (gi[0] = c10_retain(d)) ? 0 : -1;                                 \
+    }
+#define DU_FLOAT DU
+#define DU_ALL DU
+#define DU_ROUND DU
+#define DU_TEST(name, d)
+#define UNARY(name, node, kind, fe, ie, d, sv) DU_##kind(name, d)
+#define BINARY(...)
+#define OP(...)
+#include "ops/ops.def"
+#undef UNARY
+#undef BINARY
+#undef OP
+
+#define DB(name, ds, dother)                                                     \
+    static int db_##name(BackwardCtx *c, TensorImpl **gi) {                      \
+        if (c->needs[0] && !(gi[0] = c10_retain(ds))) return -1;                 \
+        if (c->needs[1] && !(gi[1] = c10_retain(dother))) return -1;             \
+        return 0;                                                                \
+    }
+#define DB_ARITH DB
+#define DB_DIV DB
+#define DB_FLOAT2 DB
+#define DB_CMP(name, ds, dother)
+#define DB_LOGIC DB_CMP
+#define DB_BITS DB_CMP
+#define UNARY(...)
+#define BINARY(name, node, kind, fe, ie, ds, dother, sv) DB_##kind(name, ds, dother)
+#define OP(...)
+#include "ops/ops.def"
+#undef UNARY
+#undef BINARY
+#undef OP
+
+#define FN_FLOAT(f) f
+#define FN_ALL(f) f
+#define FN_ROUND(f) f
+#define FN_TEST(f) NULL
+#define FN_ARITH(f) f
+#define FN_DIV(f) f
+#define FN_FLOAT2(f) f
+#define FN_CMP(f) NULL
+#define FN_LOGIC(f) NULL
+#define FN_BITS(f) NULL
+
+const DerivInfo deriv_info[OP_COUNT] = {
+#define UNARY(name, node, kind, fe, ie, d, sv) [OP_##name] = {FN_##kind(du_##name), #node, sv},
+#define BINARY(name, node, kind, fe, ie, ds, dother, sv) [OP_##name] = {FN_##kind(db_##name), #node, sv},
+#define OP(name, node, nout, fwd, bwd, flags) [OP_##name] = {bwd, #node, flags},
+#include "ops/ops.def"
+#undef UNARY
+#undef BINARY
+#undef OP
+};
+
+/* ---- views and copies ---- */
+
+/* The view's geometry relative to a contiguous tensor of the input's shape:
+ * the view op run again on a meta tensor. */
+static int view_scatter(BackwardCtx *c, TensorImpl **gi) {
+    const InputMeta *m = &c->node->in_meta[0];
+    TensorImpl *base = c10_empty(m->sizes, m->ndim, m->dtype, CT_META);
+    if (!base) return -1;
+    OpArgs a = *c->args;
+    a.t[0] = base;
+    TensorImpl *v = at_call1(c->node->op, &a);
+    c10_release(base);
+    if (!v) return -1;
+    OpArgs s = {.t = {G}, .nt = 1};
+    int n = 0;
+    s.i[n++] = m->ndim;
+    for (int d = 0; d < m->ndim; d++) s.i[n++] = m->sizes[d];
+    s.i[n++] = v->ndim;
+    for (int d = 0; d < v->ndim; d++) s.i[n++] = v->sizes[d];
+    for (int d = 0; d < v->ndim; d++) s.i[n++] = v->strides[d];
+    s.i[n++] = v->offset;
+    s.ni = n;
+    c10_release(v);
+    return (gi[0] = ag_call1(OP_view_scatter, &s)) ? 0 : -1;
+}
+
+int d_slice(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
+int d_select(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
+int d_diagonal(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
+int d_unfold(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
+
+/* as_strided's geometry is in storage coordinates: shift by the input's offset
+ * (exact when the input is contiguous, as PyTorch's common case). */
+int d_as_strided(BackwardCtx *c, TensorImpl **gi) {
+    OpArgs a = *c->args;
+    a.i[a.ni - 1] -= c->node->in_meta[0].offset;
+    const OpArgs *saved = c->args;
+    c->args = &a;
+    int rc = view_scatter(c, gi);
+    c->args = saved;
+    return rc;
+}
+
+/* t[0] = g; i as view_scatter. Backward: the same view of the gradient. */
+int d_view_scatter(BackwardCtx *c, TensorImpl **gi) {
+    const int64_t *i = c->args->i;
+    int nb = (int)i[0], nv = (int)i[1 + nb];
+    TensorImpl *cg = F(ag_unary(OP_clone, G)); /* contiguous, offset 0 */
+    if (!cg) return -1;
+    OpArgs a = {.t = {cg}, .nt = 1, .ni = 2 * nv + 2};
+    memcpy(a.i, i + 2 + nb, sizeof(int64_t) * (size_t)(2 * nv));
+    a.i[2 * nv] = nv;
+    a.i[2 * nv + 1] = i[2 + nb + 2 * nv];
+    return (gi[0] = ag_call1(OP_as_strided, &a)) ? 0 : -1;
+}
+
+/* view, squeeze, unsqueeze, reshape: the gradient reshaped back */
+int d_reshape_like(BackwardCtx *c, TensorImpl **gi) {
+    const InputMeta *m = &c->node->in_meta[0];
+    int64_t strides[CT_MAX_DIMS];
+    OpArgs a = {.t = {G}, .nt = 1, .ni = m->ndim};
+    memcpy(a.i, m->sizes, sizeof(int64_t) * (size_t)m->ndim);
+    int op = c10_view_strides(G, m->sizes, m->ndim, strides) ? OP_view : OP_reshape_copy;
+    return (gi[0] = ag_call1(op, &a)) ? 0 : -1;
+}
+
+int d_transpose(BackwardCtx *c, TensorImpl **gi) {
+    OpArgs a = {.t = {G}, .nt = 1, .i = {c->args->i[0], c->args->i[1]}, .ni = 2};
+    return (gi[0] = ag_call1(OP_transpose, &a)) ? 0 : -1;
+}
+
+int d_permute(BackwardCtx *c, TensorImpl **gi) {
+    int n = c->args->ni;
+    OpArgs a = {.t = {G}, .nt = 1, .ni = n};
+    for (int k = 0; k < n; k++) {
+        int64_t d = c->args->i[k];
+        a.i[d < 0 ? d + n : d] = k;
+    }
+    return (gi[0] = ag_call1(OP_permute, &a)) ? 0 : -1;
+}
+
+/* expand's gradient is summed back: the engine's sum_to_size does it. */
+int d_expand(BackwardCtx *c, TensorImpl **gi) { return (gi[0] = c10_retain(G)) ? 0 : -1; }
+int d_identity(BackwardCtx *c, TensorImpl **gi) { return (gi[0] = c10_retain(G)) ? 0 : -1; }
+int d_to_dtype(BackwardCtx *c, TensorImpl **gi) { return (gi[0] = c10_retain(G)) ? 0 : -1; }
+
+/* copy_(self, src): self's old value is overwritten (zero gradient), src gets g */
+int d_copy_(BackwardCtx *c, TensorImpl **gi) {
+    if (c->needs[0] && !(gi[0] = c10_retain(ZEROS(G)))) return -1;
+    if (c->needs[1] && !(gi[1] = c10_retain(G))) return -1;
+    return 0;
+}
+int d_fill_(BackwardCtx *c, TensorImpl **gi) { return (gi[0] = c10_retain(ZEROS(G))) ? 0 : -1; }
+
+int d_sum_to_size(BackwardCtx *c, TensorImpl **gi) {
+    const InputMeta *m = &c->node->in_meta[0];
+    OpArgs a = {.t = {G}, .nt = 1, .ni = m->ndim};
+    memcpy(a.i, m->sizes, sizeof(int64_t) * (size_t)m->ndim);
+    return (gi[0] = ag_call1(OP_expand, &a)) ? 0 : -1;
+}

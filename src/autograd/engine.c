@@ -1,0 +1,377 @@
+/* engine.c: the backward engine, as PyTorch's torch/csrc/autograd/engine.cpp.
+ *
+ *   1. The roots' gradients go into the input buffers of the roots' grad_fns
+ *      (the GraphRoot's job).
+ *   2. compute_dependencies: a walk from the roots counts, for every node, how
+ *      many edges point at it.
+ *   3. A ready queue ordered by sequence number, latest first (AccumulateGrad
+ *      first of all), runs each node once its count reaches zero: its input
+ *      buffer then holds the sum of every gradient that reached it (the `a + a`
+ *      case), it calls the node's backward, and hands each result to the next
+ *      node's buffer.
+ *   4. Without retain_graph, each node's saved tensors are freed once it ran.
+ * With inputs (autograd.grad), the gradients reaching the inputs' edges are
+ * captured instead of accumulated into .grad, and only nodes on a path to an
+ * input run. */
+#include "autograd/autograd.h"
+#include <stdlib.h>
+
+/* Hooks are in hooks.c. */
+CT_INTERNAL TensorImpl *ag_run_hooks(Hook *h, TensorImpl *grad);
+CT_INTERNAL int ag_custom_apply(Node *n, TensorImpl **go, TensorImpl **gi);
+CT_INTERNAL int ag_anomaly_check(Node *n, TensorImpl **gi);
+
+static atomic_uint_fast64_t task_counter = 1;
+
+typedef struct {
+    Node **v;
+    int64_t n, cap;
+} NodeVec;
+
+static bool push(NodeVec *q, Node *n) {
+    if (q->n == q->cap) {
+        int64_t cap = q->cap ? 2 * q->cap : 64;
+        Node **v = realloc(q->v, (size_t)cap * sizeof *v);
+        if (!v) return false;
+        q->v = v;
+        q->cap = cap;
+    }
+    q->v[q->n++] = n;
+    return true;
+}
+
+/* ---- ready queue: a max-heap on sequence number ---- */
+static bool before(const Node *a, const Node *b) { return a->seq > b->seq; }
+
+static bool heap_push(NodeVec *h, Node *n) {
+    if (!push(h, n)) return false;
+    for (int64_t i = h->n - 1; i > 0;) {
+        int64_t p = (i - 1) / 2;
+        if (!before(h->v[i], h->v[p])) break;
+        Node *t = h->v[i];
+        h->v[i] = h->v[p], h->v[p] = t, i = p;
+    }
+    return true;
+}
+
+static Node *heap_pop(NodeVec *h) {
+    Node *top = h->v[0];
+    h->v[0] = h->v[--h->n];
+    for (int64_t i = 0;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < h->n && before(h->v[l], h->v[m])) m = l;
+        if (r < h->n && before(h->v[r], h->v[m])) m = r;
+        if (m == i) break;
+        Node *t = h->v[i];
+        h->v[i] = h->v[m], h->v[m] = t, i = m;
+    }
+    return top;
+}
+
+/* ---- the GraphTask ---- */
+typedef struct {
+    uint64_t id;
+    NodeVec all;      /* every node reached */
+    NodeVec ready;
+    const BackwardOpts *o;
+    Edge *captures;   /* autograd.grad: the inputs' edges */
+} GraphTask;
+
+static bool visit(GraphTask *g, Node *n) {
+    if (n->task == g->id) return true;
+    n->task = g->id;
+    n->deps = 0;
+    n->needed = g->o->ninputs == 0;
+    for (int k = 0; k < OP_MAX_OUTS; k++) n->buffer[k] = NULL;
+    return push(&g->all, n);
+}
+
+static int compute_dependencies(GraphTask *g, Edge *roots, int nroots) {
+    NodeVec stack = {0};
+    int rc = 0;
+    for (int i = 0; i < nroots && rc == 0; i++) { /* the GraphRoot's edges */
+        Node *f = roots[i].fn;
+        if (!f) continue;
+        bool fresh = f->task != g->id;
+        if (!visit(g, f) || (fresh && !push(&stack, f))) rc = -1;
+        f->deps++;
+    }
+    while (stack.n && rc == 0) {
+        Node *n = stack.v[--stack.n];
+        for (int k = 0; k < n->num_next; k++) {
+            Node *f = n->next[k].fn;
+            if (!f) continue;
+            bool fresh = f->task != g->id;
+            if (!visit(g, f)) rc = -1;
+            f->deps++;
+            if (fresh && !push(&stack, f)) rc = -1;
+        }
+    }
+    free(stack.v);
+    return rc ? c10_error_int("backward: out of memory") : 0;
+}
+
+/* autograd.grad: a node is needed when it is a capture target or leads to one.
+ * g->all is in discovery order; process in reverse topological order by
+ * repeated passes over nodes whose successors are settled (graphs are DAGs). */
+static void mark_needed(GraphTask *g) {
+    for (int i = 0; i < g->o->ninputs; i++)
+        if (g->captures[i].fn) g->captures[i].fn->needed = true;
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (int64_t i = g->all.n - 1; i >= 0; i--) {
+            Node *n = g->all.v[i];
+            if (n->needed) continue;
+            for (int k = 0; k < n->num_next; k++)
+                if (n->next[k].fn && n->next[k].fn->needed) {
+                    n->needed = changed = true;
+                    break;
+                }
+        }
+    }
+}
+
+/* Adds grad (stolen) into n's input buffer slot; the `a + a` sum happens here. */
+static int accumulate_input(Node *n, int slot, TensorImpl *grad) {
+    if (!grad) return 0;
+    TensorImpl *old = n->buffer[slot];
+    if (!old) {
+        n->buffer[slot] = grad;
+        return 0;
+    }
+    TensorImpl *sum = ag_binary(OP_add, old, grad);
+    c10_release(old);
+    c10_release(grad);
+    n->buffer[slot] = sum;
+    return sum ? 0 : -1;
+}
+
+static int deliver(GraphTask *g, Edge e, TensorImpl *grad) {
+    Node *n = e.fn;
+    if (accumulate_input(n, e.input_nr, grad) < 0) return -1;
+    if (--n->deps == 0 && !heap_push(&g->ready, n)) return c10_error_int("backward: out of memory");
+    return 0;
+}
+
+/* ---- applying nodes ---- */
+
+/* A gradient to the shape and dtype of the input it is for. */
+static TensorImpl *shape_gradient(TensorImpl *gi, const InputMeta *m) {
+    TensorImpl *r = ag_sum_to_size(gi, m->sizes, m->ndim);
+    c10_release(gi);
+    if (r && r->dtype != m->dtype) {
+        OpArgs a = {.t = {r}, .nt = 1, .i = {m->dtype}, .ni = 1};
+        TensorImpl *c = ag_call1(OP_to_dtype, &a);
+        c10_release(r);
+        r = c;
+    }
+    return r;
+}
+
+static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi) {
+    int mark = ag_frame_begin();
+    BackwardCtx c = {.node = n, .go = inputs, .args = &n->args};
+    int rc = 0;
+    for (int k = 0; k < n->num_inputs && rc == 0; k++)
+        if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = F(ag_zeros_like_meta(&n->out_meta[k]))))
+            rc = -1;
+    for (int k = 0; k < n->num_next; k++) c.needs[k] = n->next[k].fn && n->next[k].fn->needed;
+    for (int k = 0; k < OP_MAX_TENSORS && rc == 0; k++)
+        if (n->saved_in[k].data && !(c.in[k] = F(ag_unpack(n, &n->saved_in[k], k)))) rc = -1;
+    for (int k = 0; k < OP_MAX_OUTS && rc == 0; k++)
+        if (n->saved_out[k].data && !(c.out[k] = F(ag_unpack(n, &n->saved_out[k], k)))) rc = -1;
+    if (rc == 0) rc = deriv_info[n->op].backward(&c, gi);
+    for (int k = 0; k < n->num_next; k++) {
+        if (rc == 0 && gi[k] && c.needs[k]) {
+            if (!(gi[k] = shape_gradient(gi[k], &n->in_meta[k]))) rc = -1;
+        } else {
+            c10_release(gi[k]);
+            gi[k] = NULL;
+        }
+    }
+    ag_frame_end(mark);
+    return rc;
+}
+
+/* AccumulateGrad: leaf hooks, then .grad = grad or .grad += grad. */
+static int apply_accumulate(Node *n, TensorImpl *grad, bool create_graph) {
+    TensorImpl *leaf = n->variable;
+    AutogradMeta *m = ag_meta(leaf);
+    if (!m) return -1;
+    grad = c10_retain(grad);
+    if (m->hooks && grad) {
+        TensorImpl *h = ag_run_hooks(m->hooks, grad);
+        c10_release(grad);
+        if (!h && c10_has_error()) return -1;
+        grad = h;
+    }
+    if (!grad) return 0;
+    if (!m->grad) {
+        bool exclusive = atomic_load(&grad->refcount) == 1 && atomic_load(&grad->storage->refcount) == 1;
+        if (create_graph || (exclusive && !grad->autograd)) m->grad = grad;
+        else {
+            m->grad = at_to_dtype(grad, grad->dtype); /* a private copy without history */
+            c10_release(grad);
+        }
+        return m->grad ? 0 : -1;
+    }
+    if (create_graph) {
+        TensorImpl *sum = ag_binary(OP_add, m->grad, grad);
+        c10_release(grad);
+        if (!sum) return -1;
+        c10_release(m->grad);
+        m->grad = sum;
+        return 0;
+    }
+    OpArgs a = {.t = {m->grad, grad}, .nt = 2, .s = {1}, .dst = m->grad};
+    TensorImpl *o = at_call1(OP_add, &a);
+    c10_release(grad);
+    c10_release(o);
+    return o ? 0 : -1;
+}
+
+/* Pre-hooks and retains_grad on a node's inputs (non-leaf tensors). */
+static int pre_hooks(Node *n, TensorImpl **inputs) {
+    for (int k = 0; k < n->num_inputs; k++) {
+        if (n->pre_hooks[k] && inputs[k]) {
+            TensorImpl *h = ag_run_hooks(n->pre_hooks[k], inputs[k]);
+            if (!h && c10_has_error()) return -1;
+            c10_release(inputs[k]);
+            inputs[k] = h;
+        }
+        AutogradMeta *r = n->retain[k];
+        if (r && inputs[k]) {
+            TensorImpl *prev = r->grad;
+            if (prev) {
+                r->grad = ag_binary(OP_add, prev, inputs[k]);
+                c10_release(prev);
+            } else {
+                r->grad = at_to_dtype(inputs[k], inputs[k]->dtype);
+            }
+            if (!r->grad) return -1;
+        }
+    }
+    return 0;
+}
+
+static int run_node(GraphTask *g, Node *n) {
+    const BackwardOpts *o = g->o;
+    TensorImpl *inputs[OP_MAX_OUTS] = {0}, *gi[OP_MAX_TENSORS] = {0};
+    for (int k = 0; k < OP_MAX_OUTS; k++) inputs[k] = n->buffer[k], n->buffer[k] = NULL;
+    int rc = 0;
+    for (int i = 0; i < o->ninputs; i++) /* autograd.grad captures */
+        if (g->captures[i].fn == n && inputs[g->captures[i].input_nr] && !o->results[i])
+            o->results[i] = c10_retain(inputs[g->captures[i].input_nr]);
+    if (!n->needed || (o->ninputs && n->kind == NODE_ACCUMULATE)) goto done;
+    if ((rc = pre_hooks(n, inputs)) < 0) goto done;
+    switch (n->kind) {
+    case NODE_ACCUMULATE:
+        rc = apply_accumulate(n, inputs[0], o->create_graph);
+        break;
+    case NODE_CUSTOM:
+        rc = ag_custom_apply(n, inputs, gi);
+        break;
+    default:
+        rc = apply_op(n, inputs, gi);
+        break;
+    }
+    if (rc == 0) rc = ag_anomaly_check(n, gi);
+    if (!o->retain_graph) {
+        n->released = true;
+        ag_release_saved(n);
+    }
+    for (int k = 0; k < n->num_next; k++) {
+        Edge e = n->next[k];
+        if (rc == 0 && e.fn) rc = deliver(g, e, gi[k]);
+        else c10_release(gi[k]);
+        gi[k] = NULL;
+    }
+done:
+    for (int k = 0; k < OP_MAX_OUTS; k++) c10_release(inputs[k]);
+    for (int k = 0; k < OP_MAX_TENSORS; k++) c10_release(gi[k]);
+    return rc;
+}
+
+static bool same_shape(const TensorImpl *a, const TensorImpl *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->sizes[i] != b->sizes[i]) return false;
+    return true;
+}
+
+/* The roots' initial gradients: ones for one-element outputs, else given. */
+static TensorImpl *root_grad(TensorImpl *root, TensorImpl *grad, int i) {
+    if (!grad) {
+        if (root->numel != 1) return c10_error("grad can be implicitly created only for scalar outputs");
+        return c10_full(root->sizes, root->ndim, 1, root->dtype, root->device);
+    }
+    if (!same_shape(root, grad))
+        return c10_error("Mismatch in shape: grad_output[%d] has a shape of torch.Size(%s) and output[%d] has a "
+                         "shape of torch.Size(%s).", i, c10_shape_str(grad->sizes, grad->ndim), i,
+                         c10_shape_str(root->sizes, root->ndim));
+    return c10_retain(grad);
+}
+
+int ag_run_backward(TensorImpl **roots, TensorImpl **grads, int nroots, const BackwardOpts *o) {
+    if (nroots <= 0 || nroots > 64) return c10_error_int("backward: between 1 and 64 outputs are supported");
+    Edge edges[64] = {{0}};
+    Edge captures[64] = {{0}};
+    TensorImpl *g0[64] = {0};
+    if (o->ninputs > 64) return c10_error_int("grad: at most 64 inputs are supported");
+    GraphTask g = {.id = atomic_fetch_add(&task_counter, 1), .o = o, .captures = captures};
+    bool prev_mode = ag_set_grad_enabled(o->create_graph);
+    int rc = 0;
+    for (int i = 0; i < nroots && rc == 0; i++) {
+        if (!ag_requires_grad(roots[i]))
+            rc = c10_error_int("element %d of tensors does not require grad and does not have a grad_fn", i);
+        else if (!(g0[i] = root_grad(roots[i], grads ? grads[i] : NULL, i)))
+            rc = -1;
+        else
+            edges[i] = ag_gradient_edge(roots[i]);
+    }
+    for (int i = 0; i < o->ninputs && rc == 0; i++) {
+        o->results[i] = NULL;
+        if (!ag_requires_grad(o->inputs[i]))
+            rc = c10_error_int("One of the differentiated Tensors does not require grad");
+        else
+            captures[i] = ag_gradient_edge(o->inputs[i]);
+    }
+    if (rc == 0) rc = compute_dependencies(&g, edges, nroots);
+    if (rc == 0 && o->ninputs) mark_needed(&g);
+    /* GraphRoot: hand each root's gradient to its grad_fn */
+    for (int i = 0; i < nroots && rc == 0; i++) {
+        TensorImpl *gr = g0[i];
+        g0[i] = NULL;
+        rc = deliver(&g, edges[i], gr);
+    }
+    while (rc == 0 && g.ready.n) rc = run_node(&g, heap_pop(&g.ready));
+    /* clean up: buffers of nodes that never ran, scratch state */
+    for (int64_t i = 0; i < g.all.n; i++) {
+        Node *n = g.all.v[i];
+        for (int k = 0; k < OP_MAX_OUTS; k++) {
+            c10_release(n->buffer[k]);
+            n->buffer[k] = NULL;
+        }
+        n->task = 0;
+    }
+    for (int i = 0; i < nroots; i++) {
+        c10_release(g0[i]);
+        ag_node_release(edges[i].fn);
+    }
+    for (int i = 0; i < o->ninputs; i++) {
+        ag_node_release(captures[i].fn);
+        if (rc == 0 && !o->results[i] && !o->allow_unused)
+            rc = c10_error_int("One of the differentiated Tensors appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior.");
+    }
+    if (rc < 0)
+        for (int i = 0; i < o->ninputs; i++) {
+            c10_release(o->results[i]);
+            o->results[i] = NULL;
+        }
+    free(g.all.v);
+    free(g.ready.v);
+    ag_set_grad_enabled(prev_mode);
+    return rc;
+}

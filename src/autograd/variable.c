@@ -1,0 +1,379 @@
+/* variable.c: AutogradMeta, Nodes, saved variables, and ag_call, the wrapper
+ * that runs an op and records its history (PyTorch's generated VariableType). */
+#include "autograd/autograd.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---------------------------------------------------------------- grad mode */
+
+static _Thread_local bool grad_disabled;
+bool ag_grad_enabled(void) { return !grad_disabled; }
+bool ag_set_grad_enabled(bool on) {
+    bool prev = !grad_disabled;
+    grad_disabled = !on;
+    return prev;
+}
+
+/* ------------------------------------------------------------------- nodes */
+
+static atomic_uint_fast64_t seq_counter;
+uint64_t ag_next_seq(void) { return atomic_fetch_add_explicit(&seq_counter, 1, memory_order_relaxed); }
+
+int NONE(BackwardCtx *c, TensorImpl **gi) {
+    (void)c, (void)gi;
+    return c10_error_int("internal: backward of a non-differentiable op");
+}
+
+Node *ag_node_new(int kind, const char *name, int num_inputs, int num_next) {
+    Node *n = calloc(1, sizeof *n);
+    if (!n) return c10_error("out of memory");
+    atomic_init(&n->refcount, 1);
+    n->kind = kind;
+    n->name = name;
+    n->seq = ag_next_seq();
+    n->num_inputs = num_inputs;
+    n->num_next = num_next;
+    return n;
+}
+
+Node *ag_node_retain(Node *n) {
+    if (n) atomic_fetch_add_explicit(&n->refcount, 1, memory_order_relaxed);
+    return n;
+}
+
+void ag_release_saved(Node *n) {
+    for (int k = 0; k < OP_MAX_TENSORS; k++) {
+        c10_release(n->saved_in[k].data);
+        n->saved_in[k].data = NULL;
+    }
+    for (int k = 0; k < OP_MAX_OUTS; k++) {
+        c10_release(n->saved_out[k].data);
+        n->saved_out[k].data = NULL;
+    }
+}
+
+CT_INTERNAL void ag_hooks_free(Hook *h);
+CT_INTERNAL void ag_custom_free(CustomFn *f);
+
+/* Frees n and every node only it kept alive, iteratively (a graph may be a
+ * chain of a million nodes: recursion would overflow the stack). */
+void ag_node_release(Node *n) {
+    Node *work = NULL;
+    if (n && atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) == 1) {
+        n->gc_next = work;
+        work = n;
+    }
+    while (work) {
+        Node *m = work;
+        work = m->gc_next;
+        for (int k = 0; k < m->num_next; k++) {
+            Node *f = m->next[k].fn;
+            if (f && atomic_fetch_sub_explicit(&f->refcount, 1, memory_order_acq_rel) == 1) {
+                f->gc_next = work;
+                work = f;
+            }
+        }
+        ag_release_saved(m);
+        for (int k = 0; k < OP_MAX_OUTS; k++) {
+            c10_release(m->buffer[k]);
+            if (m->retain[k] && m->retain[k]->grad_fn == m) m->retain[k] = NULL;
+            ag_hooks_free(m->pre_hooks[k]);
+        }
+        if (m->variable) { /* AccumulateGrad: the leaf forgets its accumulator */
+            if (m->variable->autograd && m->variable->autograd->grad_accumulator == m)
+                m->variable->autograd->grad_accumulator = NULL;
+            c10_release(m->variable);
+        }
+        if (m->custom) ag_custom_free(m->custom);
+        if (m->extra_free) m->extra_free(m->extra);
+        free(m);
+    }
+}
+
+/* -------------------------------------------------------------------- meta */
+
+static void meta_free(AutogradMeta *m) {
+    c10_release(m->grad);
+    if (m->grad_fn) {
+        for (int k = 0; k < OP_MAX_OUTS; k++)
+            if (m->grad_fn->retain[k] == m) m->grad_fn->retain[k] = NULL;
+        ag_node_release(m->grad_fn);
+    }
+    c10_release(m->base);
+    ag_hooks_free(m->hooks);
+    free(m);
+}
+
+AutogradMeta *ag_meta(TensorImpl *t) {
+    if (!t->autograd) {
+        c10_autograd_meta_free = meta_free;
+        t->autograd = calloc(1, sizeof *t->autograd);
+        if (!t->autograd) return c10_error("out of memory");
+    }
+    return t->autograd;
+}
+
+bool ag_requires_grad(const TensorImpl *t) {
+    return t && t->autograd && (t->autograd->requires_grad || t->autograd->grad_fn);
+}
+bool ag_is_leaf(const TensorImpl *t) { return !t->autograd || !t->autograd->grad_fn; }
+Node *ag_grad_fn(const TensorImpl *t) { return t->autograd ? t->autograd->grad_fn : NULL; }
+
+Edge ag_gradient_edge(TensorImpl *t) {
+    AutogradMeta *m = t->autograd;
+    if (!m) return (Edge){NULL, 0};
+    if (m->grad_fn) return (Edge){ag_node_retain(m->grad_fn), m->output_nr};
+    if (!m->requires_grad) return (Edge){NULL, 0};
+    if (m->grad_accumulator) return (Edge){ag_node_retain(m->grad_accumulator), 0};
+    Node *acc = ag_node_new(NODE_ACCUMULATE, "AccumulateGrad", 1, 0);
+    if (!acc) return (Edge){NULL, 0};
+    acc->seq = UINT64_MAX; /* run as soon as ready, as PyTorch does */
+    acc->variable = c10_retain(t);
+    m->grad_accumulator = acc;
+    return (Edge){acc, 0};
+}
+
+void ag_set_history(TensorImpl *out, Node *fn, int output_nr) {
+    AutogradMeta *m = ag_meta(out);
+    if (!m) return;
+    Node *old = m->grad_fn;
+    m->grad_fn = ag_node_retain(fn);
+    m->output_nr = output_nr;
+    ag_node_release(old);
+}
+
+void ag_save(SavedVariable *sv, TensorImpl *t, bool is_output) {
+    sv->data = is_output ? c10_alias(t) : c10_retain(t);
+    sv->version = c10_version(t);
+    sv->is_output = is_output;
+}
+
+static const char *legacy_type_name(ct_dtype d) {
+    static const char *const names[CT_NUM_DTYPES] = {
+        "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
+        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor"};
+    return names[d];
+}
+
+TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr) {
+    if (n->released)
+        return c10_error("Trying to backward through the graph a second time (or directly access saved tensors "
+                         "after they have already been freed). Saved intermediate values of the graph are freed "
+                         "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+                         "backward through the graph a second time or if you need to access saved tensors after "
+                         "calling backward.");
+    TensorImpl *t = sv->data;
+    CT_ASSERT(t != NULL);
+    unsigned now = c10_version(t);
+    if (now != sv->version) {
+        char owner[96] = "";
+        Node *fn = sv->is_output ? n : ag_grad_fn(t);
+        if (fn) snprintf(owner, sizeof owner, ", which is output %d of %s", sv->is_output ? output_nr : t->autograd->output_nr, fn->name);
+        return c10_error("one of the variables needed for gradient computation has been modified by an inplace "
+                         "operation: [torch.%s %s]%s, is at version %u; expected version %u instead. Hint: the "
+                         "backtrace further above shows the operation that failed to compute its gradient. The "
+                         "variable in question was changed in there or anywhere later. Good luck!",
+                         legacy_type_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version);
+    }
+    if (!sv->is_output) return c10_retain(t);
+    TensorImpl *a = c10_alias(t);
+    if (a && ag_grad_enabled()) ag_set_history(a, n, output_nr); /* create_graph: the result has history */
+    return a;
+}
+
+/* --------------------------------------------------------------- recording */
+
+static bool differentiable_dtype(ct_dtype d) { return c10_is_float(d); }
+
+void ag_input_meta(InputMeta *m, const TensorImpl *t) {
+    m->defined = true;
+    m->offset = t->offset;
+    m->ndim = t->ndim;
+    m->dtype = t->dtype;
+    m->device = t->device;
+    memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+}
+
+/* Makes the node for op's call with inputs a->t and outputs out[0..n), saving
+ * what the row's flags ask for; self_saved replaces input 0 in the saved set
+ * (in-place ops save self before they overwrite it). */
+static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl *self_saved) {
+    unsigned flags = deriv_info[op].flags;
+    Node *node = ag_node_new(NODE_OP, deriv_info[op].node_name, n, a->nt);
+    if (!node) return NULL;
+    node->op = op;
+    node->args = *a;
+    for (int k = 0; k < OP_MAX_TENSORS; k++) node->args.t[k] = NULL;
+    node->args.dst = NULL;
+    for (int k = 0; k < a->nt; k++) {
+        TensorImpl *t = a->t[k];
+        if (!t) continue;
+        node->next[k] = ag_gradient_edge(t);
+        ag_input_meta(&node->in_meta[k], t);
+        if (flags & SV_IN(k)) ag_save(&node->saved_in[k], k == 0 && self_saved ? self_saved : t, false);
+    }
+    for (int j = 0; j < n; j++) {
+        if (out[j]) ag_input_meta(&node->out_meta[j], out[j]);
+        if (flags & SV_OUT(j)) ag_save(&node->saved_out[j], out[j], true);
+    }
+    for (int j = 0; j < n; j++)
+        if (out[j] && differentiable_dtype(out[j]->dtype)) ag_set_history(out[j], node, j);
+    if (flags & F_VIEW) { /* remember the base, for in-place ops on the view */
+        AutogradMeta *m = out[0] ? ag_meta(out[0]) : NULL;
+        if (m) {
+            TensorImpl *base = a->t[0]->autograd && a->t[0]->autograd->is_view ? a->t[0]->autograd->base : a->t[0];
+            m->is_view = true;
+            c10_release(m->base);
+            m->base = c10_retain(base);
+        }
+    }
+    return node;
+}
+
+static bool needs_history(int op, const OpArgs *a) {
+    if (!ag_grad_enabled() || !deriv_info[op].backward || deriv_info[op].backward == NONE) return false;
+    for (int k = 0; k < a->nt; k++)
+        if (ag_requires_grad(a->t[k])) return true;
+    return false;
+}
+
+int ag_call(int op, const OpArgs *a, TensorImpl **out) {
+    int n = at_call(op, a, out);
+    if (n < 0 || !needs_history(op, a)) return n;
+    Node *node = record(op, a, out, n, NULL);
+    if (!node) {
+        for (int j = 0; j < n; j++) c10_release(out[j]);
+        return -1;
+    }
+    ag_node_release(node); /* the outputs hold it now */
+    return n;
+}
+
+TensorImpl *ag_call1(int op, const OpArgs *a) {
+    TensorImpl *out[OP_MAX_OUTS];
+    int n = ag_call(op, a, out);
+    for (int k = 1; k < n; k++) c10_release(out[k]);
+    return n > 0 ? out[0] : NULL;
+}
+
+CT_INTERNAL int ag_rebase_view(TensorImpl *self, Node *node);
+
+int ag_call_inplace(int op, OpArgs *a) {
+    TensorImpl *self = a->t[0];
+    bool rec = needs_history(op, a);
+    if (ag_grad_enabled() && ag_is_leaf(self) && ag_requires_grad(self))
+        return c10_error_int("a leaf Variable that requires grad is being used in an in-place operation.");
+    if (rec && self->autograd && self->autograd->is_view && ag_is_leaf(self->autograd->base) &&
+        ag_requires_grad(self->autograd->base))
+        return c10_error_int("a view of a leaf Variable that requires grad is being used in an in-place operation.");
+    TensorImpl *self_orig = NULL;
+    if (rec && (deriv_info[op].flags & SV_IN0)) {
+        self_orig = at_to_dtype(self, self->dtype);
+        if (!self_orig) return -1;
+    }
+    a->dst = self;
+    TensorImpl *out[OP_MAX_OUTS];
+    int n = at_call(op, a, out);
+    a->dst = NULL;
+    if (n < 0) {
+        c10_release(self_orig);
+        return -1;
+    }
+    c10_bump_version(self);
+    int rc = 0;
+    if (rec) {
+        /* out[0] is self: the node's edge 0 is self's history before this op */
+        Node *node = record(op, a, out, 1, self_orig);
+        if (!node) rc = -1;
+        else {
+            if (self->autograd && self->autograd->is_view) rc = ag_rebase_view(self, node);
+            ag_node_release(node);
+        }
+    }
+    c10_release(self_orig);
+    for (int k = 0; k < n; k++) c10_release(out[k]);
+    return rc;
+}
+
+/* ------------------------------------------------------ convenience wrappers */
+
+TensorImpl *ag_unary(int op, TensorImpl *a) {
+    if (!a) return NULL;
+    OpArgs args = {.t = {a}, .nt = 1};
+    return ag_call1(op, &args);
+}
+
+TensorImpl *ag_binary(int op, TensorImpl *a, TensorImpl *b) {
+    if (!a || !b) return NULL;
+    OpArgs args = {.t = {a, b}, .nt = 2, .s = {1}};
+    return ag_call1(op, &args);
+}
+
+TensorImpl *ag_add_alpha(TensorImpl *a, TensorImpl *b, double alpha) {
+    if (!a || !b) return NULL;
+    OpArgs args = {.t = {a, b}, .nt = 2, .s = {alpha}};
+    return ag_call1(OP_add, &args);
+}
+
+/* A Python-number-like 0-dim tensor: it never decides the result's dtype
+ * against a dimensioned tensor of the same category (PyTorch's wrapped number). */
+TensorImpl *ag_wrapped_scalar(double v, ct_dtype like) {
+    ct_dtype d = scalar_dtype(v);
+    if (d == CT_INT64 && c10_is_float(like)) d = CT_FLOAT64;
+    if (d == CT_FLOAT32) d = CT_FLOAT64; /* keep the double's precision; promotion counts it as float */
+    TensorImpl *t = c10_scalar_tensor(v, d, CT_CPU);
+    if (t) t->is_wrapped_number = true;
+    return t;
+}
+
+TensorImpl *ag_binary_scalar(int op, TensorImpl *a, double s) {
+    if (!a) return NULL;
+    TensorImpl *w = ag_wrapped_scalar(s, a->dtype);
+    TensorImpl *r = ag_binary(op, a, w);
+    c10_release(w);
+    return r;
+}
+
+TensorImpl *ag_sum_to_size(TensorImpl *g, const int64_t *shape, int ndim) {
+    if (!g) return NULL;
+    bool same = g->ndim == ndim;
+    for (int i = 0; same && i < ndim; i++) same = g->sizes[i] == shape[i];
+    if (same) return c10_retain(g);
+    OpArgs args = {.t = {g}, .nt = 1, .ni = ndim};
+    memcpy(args.i, shape, sizeof(int64_t) * (size_t)ndim);
+    return ag_call1(OP_sum_to_size, &args);
+}
+
+TensorImpl *ag_zeros_like_meta(const InputMeta *m) { return c10_full(m->sizes, m->ndim, 0, m->dtype, m->device); }
+
+/* ---------------------------------------------------------------- frames */
+
+static _Thread_local TensorImpl **frame;
+static _Thread_local int frame_n, frame_cap;
+
+int ag_frame_begin(void) { return frame_n; }
+
+void ag_frame_end(int mark) {
+    while (frame_n > mark) c10_release(frame[--frame_n]);
+    if (frame_n == 0) {
+        free(frame);
+        frame = NULL;
+        frame_cap = 0;
+    }
+}
+
+TensorImpl *F(TensorImpl *t) {
+    if (!t) return NULL;
+    if (frame_n == frame_cap) {
+        int cap = frame_cap ? 2 * frame_cap : 32;
+        TensorImpl **f = realloc(frame, (size_t)cap * sizeof *f);
+        if (!f) {
+            c10_release(t);
+            return c10_error("out of memory");
+        }
+        frame = f;
+        frame_cap = cap;
+    }
+    frame[frame_n++] = t;
+    return t;
+}

@@ -1,0 +1,220 @@
+/*
+ * core.h: ctorch's c10, private to the library.
+ *
+ * TensorImpl over StorageImpl, as in PyTorch:
+ *
+ *   ct_tensor (handle, owned by a scope or the caller)
+ *       -> TensorImpl (refcount; sizes, strides, offset, dtype; autograd meta)
+ *           -> StorageImpl (refcount; data, nbytes; the version counter)
+ *               -> a block from the allocator (cached) or a caller's buffer
+ *
+ * Element (i0, i1, ...) of a tensor lives at
+ *     data + (offset + i0*strides[0] + i1*strides[1] + ...) * elsize.
+ * Views are TensorImpls with other sizes/strides/offset over the same storage.
+ *
+ * Internal functions shared across files are c10_*; they take and return
+ * TensorImpl pointers. A function returning TensorImpl* returns a new reference
+ * (release it with c10_release) or NULL after setting the error. Arguments are
+ * borrowed.
+ */
+#ifndef CT_CORE_H
+#define CT_CORE_H
+
+#include "ctorch.h"
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#define CT_INTERNAL __attribute__((visibility("hidden")))
+#define CT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define CT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CT_INTERNAL
+#define CT_LIKELY(x) (x)
+#define CT_UNLIKELY(x) (x)
+#define CT_PRINTF(a, b)
+#endif
+
+/* Broken invariants (never user errors) abort with file and line. */
+#define CT_ASSERT(cond)                                                        \
+    do {                                                                       \
+        if (CT_UNLIKELY(!(cond))) c10_assert_fail(#cond, __FILE__, __LINE__);  \
+    } while (0)
+
+/* ------------------------------------------------------------------ errors */
+/* Sets this thread's message (printf-style) and returns NULL, so that
+ * `return c10_error("...")` reads naturally. */
+CT_INTERNAL void *c10_error(const char *fmt, ...) CT_PRINTF(1, 2);
+CT_INTERNAL int c10_error_int(const char *fmt, ...) CT_PRINTF(1, 2); /* returns -1 */
+CT_INTERNAL bool c10_has_error(void);
+_Noreturn CT_INTERNAL void c10_assert_fail(const char *what, const char *file, int line);
+/* "[2, 3]" for messages: thread-local ring of buffers, valid for a few calls. */
+CT_INTERNAL const char *c10_shape_str(const int64_t *sizes, int ndim);
+
+/* ------------------------------------------------------------------ dtypes */
+typedef enum { KIND_B, KIND_U, KIND_I, KIND_F } c10_kind;
+CT_INTERNAL extern const size_t c10_elsize[CT_NUM_DTYPES];
+CT_INTERNAL extern const char *const c10_dtype_names[CT_NUM_DTYPES];
+CT_INTERNAL extern const c10_kind c10_dtype_kind[CT_NUM_DTYPES];
+static inline bool c10_is_float(ct_dtype d) { return c10_dtype_kind[d] == KIND_F; }
+static inline bool c10_is_integral(ct_dtype d, bool include_bool) {
+    return c10_dtype_kind[d] == KIND_U || c10_dtype_kind[d] == KIND_I ||
+           (include_bool && d == CT_BOOL);
+}
+static inline bool c10_dtype_valid(int d) { return d >= 0 && d < CT_NUM_DTYPES; }
+/* PyTorch's spelling of a dtype in messages: "float", "long", "bool" ... */
+CT_INTERNAL const char *c10_dtype_cname(ct_dtype d);
+CT_INTERNAL ct_dtype c10_promote(ct_dtype a, ct_dtype b);
+/* The compute ("opmath") dtype: float32 for float16/bfloat16, else itself. */
+static inline ct_dtype c10_opmath(ct_dtype d) {
+    return (d == CT_FLOAT16 || d == CT_BFLOAT16) ? CT_FLOAT32 : d;
+}
+/* n contiguous elements from src (dtype s) to dst (dtype d), C conversions
+ * (float->int truncates, anything->bool is != 0, 16-bit floats round to nearest even). */
+CT_INTERNAL void c10_convert(void *dst, ct_dtype d, const void *src, ct_dtype s, int64_t n);
+/* One element <-> double. */
+CT_INTERNAL double c10_load_double(const void *p, ct_dtype d);
+CT_INTERNAL void c10_store_double(void *p, ct_dtype d, double v);
+CT_INTERNAL float c10_h2f(uint16_t h);
+CT_INTERNAL uint16_t c10_f2h(float f);
+CT_INTERNAL float c10_bf2f(uint16_t b);
+CT_INTERNAL uint16_t c10_f2bf(float f);
+
+/* --------------------------------------------------------------- allocator */
+CT_INTERNAL void *c10_alloc(size_t nbytes);          /* 64-byte aligned; NULL + error */
+CT_INTERNAL void c10_dealloc(void *p, size_t nbytes);
+
+/* ----------------------------------------------------------------- storage */
+typedef struct StorageImpl {
+    atomic_int refcount;
+    void *data;                  /* NULL on the meta device */
+    size_t nbytes;
+    ct_device device;
+    void (*deleter)(void *data, void *ctx); /* NULL: the block is the allocator's */
+    void *deleter_ctx;
+    atomic_uint version;         /* PyTorch's version counter, shared by every view */
+} StorageImpl;
+
+CT_INTERNAL StorageImpl *c10_storage_new(size_t nbytes, ct_device device);
+CT_INTERNAL void c10_storage_release(StorageImpl *s);
+
+/* ------------------------------------------------------------------ tensor */
+typedef struct AutogradMeta AutogradMeta; /* the autograd layer's; opaque here */
+
+typedef struct TensorImpl {
+    atomic_int refcount;
+    ct_dtype dtype;
+    ct_device device;
+    int ndim;
+    bool is_contiguous;          /* cached by c10_refresh */
+    bool is_wrapped_number;      /* a scalar argument, for type promotion */
+    int64_t numel;               /* cached by c10_refresh */
+    int64_t offset;              /* in elements */
+    int64_t sizes[CT_MAX_DIMS];
+    int64_t strides[CT_MAX_DIMS];
+    StorageImpl *storage;
+    AutogradMeta *autograd;      /* NULL until autograd needs it */
+} TensorImpl;
+
+/* The autograd layer installs this so that core can free what it cannot see. */
+CT_INTERNAL extern void (*c10_autograd_meta_free)(AutogradMeta *meta);
+
+/* A new contiguous tensor (uninitialised data). Checks sizes (negative,
+ * overflow); op names the caller in messages. */
+CT_INTERNAL TensorImpl *c10_empty(const int64_t *sizes, int ndim, ct_dtype dtype,
+                                  ct_device device);
+CT_INTERNAL TensorImpl *c10_empty_like(const TensorImpl *t);
+CT_INTERNAL TensorImpl *c10_empty_dtype_like(const TensorImpl *t, ct_dtype dtype);
+/* A tensor over s (retained) with the given geometry; no checks. */
+CT_INTERNAL TensorImpl *c10_make(StorageImpl *s, const int64_t *sizes, const int64_t *strides,
+                                 int ndim, int64_t offset, ct_dtype dtype);
+/* A new TensorImpl with the same geometry and storage (no autograd meta). */
+CT_INTERNAL TensorImpl *c10_alias(const TensorImpl *t);
+CT_INTERNAL TensorImpl *c10_scalar_tensor(double v, ct_dtype dtype, ct_device device);
+CT_INTERNAL TensorImpl *c10_full(const int64_t *sizes, int ndim, double v, ct_dtype dtype,
+                                 ct_device device);
+static inline TensorImpl *c10_retain(TensorImpl *t) {
+    if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
+    return t;
+}
+CT_INTERNAL void c10_release(TensorImpl *t); /* NULL is fine */
+/* Recomputes numel and is_contiguous after sizes/strides changed. */
+CT_INTERNAL void c10_refresh(TensorImpl *t);
+static inline char *c10_data(const TensorImpl *t) {
+    return t->storage->data ? (char *)t->storage->data + t->offset * (int64_t)c10_elsize[t->dtype]
+                            : NULL;
+}
+static inline void c10_bump_version(TensorImpl *t) {
+    atomic_fetch_add_explicit(&t->storage->version, 1, memory_order_relaxed);
+}
+static inline unsigned c10_version(const TensorImpl *t) {
+    return atomic_load_explicit(&t->storage->version, memory_order_relaxed);
+}
+/* Wraps dim into [0, ndim) (ndim 0 counts as 1, as PyTorch does); -1 + error
+ * "Dimension out of range (expected to be in range of [-2, 1], but got 2)". */
+CT_INTERNAL int c10_wrap_dim(int64_t dim, int ndim);
+/* Element at row-major linear position i, as a double (slow; printing, item). */
+CT_INTERNAL double c10_get(const TensorImpl *t, int64_t i);
+/* Byte offset of the element at row-major linear index i, relative to c10_data. */
+CT_INTERNAL int64_t c10_linear_offset(const TensorImpl *t, int64_t i);
+/* Is any memory location reachable through two different indices? (conservative) */
+CT_INTERNAL bool c10_has_internal_overlap(const TensorImpl *t);
+/* Copies src into dst elementwise (same numel, any layouts, any dtypes); no checks. */
+CT_INTERNAL void c10_copy_strided(TensorImpl *dst, const TensorImpl *src);
+CT_INTERNAL TensorImpl *c10_contiguous(const TensorImpl *t); /* new ref; self if contiguous */
+CT_INTERNAL int c10_fill(TensorImpl *t, double v);
+
+/* ------------------------------------------------ views: pure geometry, no autograd */
+CT_INTERNAL TensorImpl *c10_as_strided(const TensorImpl *t, const int64_t *size, const int64_t *stride,
+                                       int ndim, int64_t offset);
+CT_INTERNAL TensorImpl *c10_view(const TensorImpl *t, const int64_t *shape, int ndim);
+/* Strides for viewing t as shape, or false when a copy is needed (PyTorch's computeStride). */
+CT_INTERNAL bool c10_view_strides(const TensorImpl *t, const int64_t *shape, int ndim, int64_t *out);
+/* Resolves one -1 in shape against numel; "shape '[2, -1]' is invalid for input of size 5". */
+CT_INTERNAL int c10_infer_shape(const char *op, int64_t *shape, int ndim, int64_t numel);
+CT_INTERNAL TensorImpl *c10_slice(const TensorImpl *t, int dim, int64_t start, int64_t end, int64_t step);
+CT_INTERNAL TensorImpl *c10_narrow(const TensorImpl *t, int dim, int64_t start, int64_t length);
+CT_INTERNAL TensorImpl *c10_select(const TensorImpl *t, int dim, int64_t index);
+CT_INTERNAL TensorImpl *c10_transpose(const TensorImpl *t, int dim0, int dim1);
+CT_INTERNAL TensorImpl *c10_permute(const TensorImpl *t, const int64_t *dims, int ndim);
+CT_INTERNAL TensorImpl *c10_expand(const TensorImpl *t, const int64_t *shape, int ndim);
+CT_INTERNAL TensorImpl *c10_squeeze(const TensorImpl *t, int dim); /* dim CT_MAX_DIMS: all */
+CT_INTERNAL TensorImpl *c10_unsqueeze(const TensorImpl *t, int dim);
+CT_INTERNAL TensorImpl *c10_diagonal(const TensorImpl *t, int64_t offset, int dim1, int dim2);
+CT_INTERNAL TensorImpl *c10_unfold(const TensorImpl *t, int dim, int64_t size, int64_t step);
+/* Broadcast shape of a and b into out (returns ndim) or -1 with PyTorch's message. */
+CT_INTERNAL int c10_broadcast_shape(const int64_t *a, int na, const int64_t *b, int nb, int64_t *out);
+
+/* ----------------------------------------------------------------- handles */
+/* Wraps a new reference (stolen) into a handle owned by the innermost scope or
+ * the caller. NULL in, NULL out. */
+CT_INTERNAL ct_tensor *c10_wrap(TensorImpl *t);
+/* The TensorImpl behind a handle (borrowed). NULL handle: NULL, keeping the first
+ * error (or setting "op: argument is NULL" if there is none). */
+CT_INTERNAL TensorImpl *c10_unwrap(const ct_tensor *h);
+
+/* ------------------------------------------------------------------- RNG */
+/* PyTorch's CPU generator: mt19937 seeded like torch.manual_seed. */
+CT_INTERNAL uint32_t c10_random32(void);
+CT_INTERNAL uint64_t c10_random64(void);
+/* Fill a contiguous tensor as torch.rand/uniform_, torch.randn/normal_ do. */
+CT_INTERNAL void c10_uniform_fill(TensorImpl *t, double from, double to);
+CT_INTERNAL void c10_normal_fill(TensorImpl *t, double mean, double std);
+CT_INTERNAL void c10_randint_fill(TensorImpl *t, int64_t low, int64_t high);
+CT_INTERNAL void c10_randperm_fill(TensorImpl *t);
+CT_INTERNAL void c10_bernoulli_fill(TensorImpl *t, double p);
+
+/* ---------------------------------------------------------------- printing */
+CT_INTERNAL int c10_repr(const TensorImpl *t, char *buf, size_t cap, const char *suffix);
+/* Set by the autograd layer: writes ", grad_fn=<...>" / ", requires_grad=True" (or "")
+ * for ct_repr/ct_print; NULL means no suffix. */
+CT_INTERNAL extern const char *(*c10_repr_suffix)(const TensorImpl *t, char *buf, size_t cap);
+
+/* --------------------------------------------------------------- threads */
+CT_INTERNAL int c10_num_threads(void);
+
+#endif /* CT_CORE_H */

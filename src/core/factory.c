@@ -1,0 +1,261 @@
+/* factory.c: the public factories and inspection functions (no autograd here:
+ * new tensors are leaves without history). */
+#include "core.h"
+#include <math.h>
+#include <stdlib.h>
+
+static TensorImpl *blob(void *data, const int64_t *shape, int ndim, ct_dtype dtype,
+                        void (*deleter)(void *, void *), void *ctx) {
+    if (!c10_dtype_valid((int)dtype)) return c10_error("from_blob: invalid dtype %d", (int)dtype);
+    TensorImpl *t = c10_empty(shape, ndim, dtype, CT_META); /* checks sizes; no data */
+    if (!t) return NULL;
+    t->storage->data = data;
+    t->storage->deleter = deleter;
+    t->storage->deleter_ctx = ctx;
+    t->storage->device = t->device = CT_CPU;
+    return t;
+}
+
+static void no_delete(void *data, void *ctx) { (void)data, (void)ctx; }
+
+ct_tensor *ct_from_blob(void *data, const int64_t *shape, int ndim, ct_dtype dtype,
+                        void (*deleter)(void *data, void *ctx), void *ctx) {
+    if (!data && ndim > 0) return c10_error("from_blob: data is NULL");
+    return c10_wrap(blob(data, shape, ndim, dtype, deleter ? deleter : no_delete, ctx));
+}
+
+ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, ct_dtype dtype) {
+    TensorImpl *t = c10_empty(shape, ndim, dtype, CT_CPU);
+    if (!t) return NULL;
+    if (t->numel && !data) {
+        c10_release(t);
+        return c10_error("from_data: data is NULL");
+    }
+    if (t->numel) memcpy(c10_data(t), data, (size_t)t->numel * c10_elsize[dtype]);
+    return c10_wrap(t);
+}
+
+ct_tensor *ct_empty_on(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
+    return c10_wrap(c10_empty(shape, ndim, dtype, device));
+}
+ct_tensor *ct_empty(const int64_t *shape, int ndim, ct_dtype dtype) {
+    return ct_empty_on(shape, ndim, dtype, CT_CPU);
+}
+ct_tensor *ct_full(const int64_t *shape, int ndim, double value, ct_dtype dtype) {
+    return c10_wrap(c10_full(shape, ndim, value, dtype, CT_CPU));
+}
+ct_tensor *ct_zeros(const int64_t *shape, int ndim, ct_dtype dtype) { return ct_full(shape, ndim, 0, dtype); }
+ct_tensor *ct_ones(const int64_t *shape, int ndim, ct_dtype dtype) { return ct_full(shape, ndim, 1, dtype); }
+ct_tensor *ct_scalar(double value) { return ct_scalar_dtype(value, CT_FLOAT32); }
+ct_tensor *ct_scalar_dtype(double value, ct_dtype dtype) { return ct_full(NULL, 0, value, dtype); }
+
+ct_tensor *ct_full_like(const ct_tensor *h, double value) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? c10_wrap(c10_full(t->sizes, t->ndim, value, t->dtype, t->device)) : NULL;
+}
+ct_tensor *ct_zeros_like(const ct_tensor *h) { return ct_full_like(h, 0); }
+ct_tensor *ct_ones_like(const ct_tensor *h) { return ct_full_like(h, 1); }
+
+/* Values are computed in double and then converted, as PyTorch's range kernels do. */
+static ct_tensor *fill_linear(int64_t n, double start, double step, ct_dtype dtype) {
+    TensorImpl *t = c10_empty(&n, 1, dtype, CT_CPU);
+    if (!t) return NULL;
+    char *d = c10_data(t);
+    for (int64_t i = 0; i < n; i++) c10_store_double(d + i * (int64_t)c10_elsize[dtype], dtype, start + step * (double)i);
+    return c10_wrap(t);
+}
+
+ct_tensor *ct_arange(double start, double end, double step, ct_dtype dtype) {
+    if (!c10_dtype_valid((int)dtype)) return c10_error("arange: invalid dtype %d", (int)dtype);
+    if (!isfinite(start) || !isfinite(end))
+        return c10_error("arange: unsupported range: %g -> %g", start, end);
+    if (step == 0 || !isfinite(step)) return c10_error("arange: step must be nonzero");
+    if ((step > 0 && end < start) || (step < 0 && end > start))
+        return c10_error("arange: upper bound and larger bound inconsistent with step sign");
+    double n = ceil((end - start) / step);
+    if (n > 9e18) return c10_error("arange: invalid size, possible overflow?");
+    return fill_linear((int64_t)n, start, step, dtype);
+}
+
+ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) {
+    if (steps < 0) return c10_error("linspace: number of steps must be non-negative");
+    if (!c10_dtype_valid((int)dtype)) return c10_error("linspace: invalid dtype %d", (int)dtype);
+    TensorImpl *t = c10_empty(&steps, 1, dtype, CT_CPU);
+    if (!t) return NULL;
+    /* PyTorch fills the first half from start and the second half from end. */
+    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
+    int64_t half = steps / 2;
+    char *d = c10_data(t);
+    for (int64_t i = 0; i < steps; i++) {
+        double v = i < half ? start + step * (double)i : end - step * (double)(steps - i - 1);
+        c10_store_double(d + i * (int64_t)c10_elsize[dtype], dtype, v);
+    }
+    return c10_wrap(t);
+}
+
+ct_tensor *ct_eye(int64_t n, int64_t m, ct_dtype dtype) {
+    if (m < 0) m = n;
+    int64_t shape[2] = {n, m};
+    TensorImpl *t = c10_full(shape, 2, 0, dtype, CT_CPU);
+    if (!t) return NULL;
+    char *d = c10_data(t);
+    for (int64_t i = 0; i < n && i < m; i++) c10_store_double(d + (i * m + i) * (int64_t)c10_elsize[dtype], dtype, 1);
+    return c10_wrap(t);
+}
+
+/* ---- random factories: the generator is in rng.c ---- */
+
+static ct_tensor *random_tensor(const char *op, const int64_t *shape, int ndim, ct_dtype dtype, bool need_float) {
+    if (!c10_dtype_valid((int)dtype)) return c10_error("%s: invalid dtype %d", op, (int)dtype);
+    if (need_float && !c10_is_float(dtype))
+        return c10_error("\"%s\" not implemented for '%s'", op, c10_dtype_cname(dtype));
+    return c10_wrap(c10_empty(shape, ndim, dtype, CT_CPU));
+}
+
+ct_tensor *ct_rand(const int64_t *shape, int ndim, ct_dtype dtype) {
+    ct_tensor *h = random_tensor("check_uniform_bounds", shape, ndim, dtype, true);
+    if (h) c10_uniform_fill(c10_unwrap(h), 0, 1);
+    return h;
+}
+
+ct_tensor *ct_randn(const int64_t *shape, int ndim, ct_dtype dtype) {
+    ct_tensor *h = random_tensor("normal_kernel_cpu", shape, ndim, dtype, true);
+    if (h) c10_normal_fill(c10_unwrap(h), 0, 1);
+    return h;
+}
+
+ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim, ct_dtype dtype) {
+    if (low >= high)
+        return c10_error("random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
+                         (long long)low, (long long)high);
+    ct_tensor *h = random_tensor("random_", shape, ndim, dtype, false);
+    if (h) c10_randint_fill(c10_unwrap(h), low, high);
+    return h;
+}
+
+ct_tensor *ct_randperm(int64_t n, ct_dtype dtype) {
+    if (n < 0) return c10_error("randperm: n must be non-negative, got %lld", (long long)n);
+    ct_tensor *h = random_tensor("randperm", &n, 1, dtype, false);
+    if (h) c10_randperm_fill(c10_unwrap(h));
+    return h;
+}
+
+/* In-place random fills write into any layout through a contiguous temporary. */
+static int random_inplace(ct_tensor *h, int kind, double a, double b) {
+    TensorImpl *t = c10_unwrap(h);
+    if (!t) return -1;
+    if (kind != 2 && !c10_is_float(t->dtype))
+        return c10_error_int("\"%s\" not implemented for '%s'", kind ? "normal_kernel_cpu" : "check_uniform_bounds",
+                             c10_dtype_cname(t->dtype));
+    if (t->device == CT_META) return 0;
+    TensorImpl *tmp = t->is_contiguous ? c10_retain(t) : c10_empty_like(t);
+    if (!tmp) return -1;
+    if (kind == 0) c10_uniform_fill(tmp, a, b);
+    else if (kind == 1) c10_normal_fill(tmp, a, b);
+    else c10_bernoulli_fill(tmp, a);
+    if (tmp != t) c10_copy_strided(t, tmp);
+    c10_release(tmp);
+    c10_bump_version(t);
+    return 0;
+}
+
+int ct_uniform_(ct_tensor *t, double from, double to) {
+    if (from > to)
+        return c10_error_int("uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to);
+    return random_inplace(t, 0, from, to);
+}
+int ct_normal_(ct_tensor *t, double mean, double std) {
+    if (std < 0) return c10_error_int("normal expects std >= 0.0, but found std %g", std);
+    return random_inplace(t, 1, mean, std);
+}
+int ct_bernoulli_(ct_tensor *t, double p) {
+    if (!(p >= 0 && p <= 1)) return c10_error_int("bernoulli_ expects p to be in [0, 1], but got p=%g", p);
+    return random_inplace(t, 2, p, 0);
+}
+
+/* -------------------------------------------------------------- inspection */
+
+int ct_ndim(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? t->ndim : -1;
+}
+
+int64_t ct_size(const ct_tensor *h, int dim) {
+    TensorImpl *t = c10_unwrap(h);
+    if (!t) return -1;
+    int d = c10_wrap_dim(dim, t->ndim);
+    if (d < 0) return -1;
+    return t->ndim ? t->sizes[d] : 1;
+}
+
+int64_t ct_stride(const ct_tensor *h, int dim) {
+    TensorImpl *t = c10_unwrap(h);
+    if (!t) return -1;
+    if (t->ndim == 0) return c10_error_int("stride: a 0-dim tensor has no strides");
+    int d = c10_wrap_dim(dim, t->ndim);
+    return d < 0 ? -1 : t->strides[d];
+}
+
+const int64_t *ct_sizes(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? t->sizes : NULL;
+}
+const int64_t *ct_strides(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? t->strides : NULL;
+}
+int64_t ct_numel(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? t->numel : -1;
+}
+int64_t ct_storage_offset(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? t->offset : -1;
+}
+ct_dtype ct_dtype_of(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? t->dtype : CT_FLOAT32;
+}
+ct_device ct_device_of(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? t->device : CT_CPU;
+}
+bool ct_is_contiguous(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t && t->is_contiguous;
+}
+bool ct_shares_storage(const ct_tensor *a, const ct_tensor *b) {
+    TensorImpl *x = c10_unwrap(a), *y = x ? c10_unwrap(b) : NULL;
+    return x && y && x->storage == y->storage;
+}
+void *ct_data_ptr(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    if (t && t->device == CT_META) return c10_error("data_ptr: meta tensors have no data");
+    return t ? c10_data(t) : NULL;
+}
+
+double ct_item(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    if (!t) return NAN;
+    if (t->numel != 1) {
+        c10_error("a Tensor with %lld elements cannot be converted to Scalar", (long long)t->numel);
+        return NAN;
+    }
+    if (t->device == CT_META) {
+        c10_error("Tensor.item() cannot be called on meta tensors");
+        return NAN;
+    }
+    return c10_get(t, 0);
+}
+
+int ct_copy_to_buffer(const ct_tensor *h, void *out, ct_dtype dtype) {
+    TensorImpl *t = c10_unwrap(h);
+    if (!t) return -1;
+    if (t->device == CT_META) return c10_error_int("copy_to_buffer: meta tensors have no data");
+    if (!out && t->numel) return c10_error_int("copy_to_buffer: out is NULL");
+    TensorImpl *dst = blob(out, t->sizes, t->ndim, dtype, no_delete, NULL);
+    if (!dst) return -1;
+    c10_copy_strided(dst, t);
+    c10_release(dst);
+    return 0;
+}

@@ -1,0 +1,83 @@
+/*
+ * half.c: IEEE binary16 (float16) and bfloat16 <-> float32, by bit manipulation.
+ *
+ * float -> 16 bits rounds to nearest, ties to even, as c10::Half and
+ * c10::BFloat16 do; overflow gives infinity, results below the smallest
+ * subnormal round to (signed) zero, subnormals are exact. A NaN stays a NaN
+ * (quiet, sign kept).
+ */
+#include "core.h"
+
+static inline uint32_t f2u(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static inline float u2f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+CT_INTERNAL float c10_h2f(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+    if (exp == 0x1f) /* inf or NaN: keep the payload */
+        return u2f(sign | 0x7f800000u | (mant << 13));
+    if (exp == 0) {
+        if (mant == 0) return u2f(sign);
+        /* subnormal: mant * 2^-24, exact in float */
+        int e = -1;
+        do {
+            mant <<= 1;
+            e++;
+        } while (!(mant & 0x400u));
+        mant &= 0x3ffu;
+        return u2f(sign | (uint32_t)(127 - 15 - e) << 23 | (mant << 13));
+    }
+    return u2f(sign | ((exp + (127 - 15)) << 23) | (mant << 13));
+}
+
+CT_INTERNAL uint16_t c10_f2h(float f) {
+    uint32_t u = f2u(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t a = u & 0x7fffffffu;
+    if (a >= 0x7f800000u) { /* inf or NaN */
+        if (a == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* quiet NaN */
+    }
+    if (a >= 0x477ff000u) /* >= 65520: rounds to infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x38800000u) { /* below 2^-14: subnormal or zero in half */
+        if (a < 0x33000000u) return sign; /* below 2^-25: rounds to zero (ties too) */
+        uint32_t e = a >> 23;                 /* 102 .. 112 */
+        uint32_t m = (a & 0x7fffffu) | 0x800000u;
+        uint32_t shift = 126u - e;            /* 14 .. 24: value = m * 2^(e-150) */
+        uint32_t q = m >> shift;              /* in units of 2^-24 */
+        uint32_t rem = m & ((1u << shift) - 1u);
+        uint32_t halfway = 1u << (shift - 1u);
+        if (rem > halfway || (rem == halfway && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    /* normal: rebias, round the 13 dropped bits to nearest even */
+    uint32_t r = a - ((uint32_t)(127 - 15) << 23);
+    r += 0xfffu + ((r >> 13) & 1u);
+    return (uint16_t)(sign | (r >> 13));
+}
+
+CT_INTERNAL float c10_bf2f(uint16_t b) { return u2f((uint32_t)b << 16); }
+
+CT_INTERNAL uint16_t c10_f2bf(float f) {
+    uint32_t u = f2u(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: quiet, keep sign */
+        return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u); /* overflow carries into inf, as it should */
+    return (uint16_t)(u >> 16);
+}
+
+CT_API float ct_half_to_float(uint16_t h) { return c10_h2f(h); }
+CT_API uint16_t ct_float_to_half(float f) { return c10_f2h(f); }
+CT_API float ct_bfloat16_to_float(uint16_t b) { return c10_bf2f(b); }
+CT_API uint16_t ct_float_to_bfloat16(float f) { return c10_f2bf(f); }

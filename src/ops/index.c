@@ -1,0 +1,1763 @@
+/* index.c: the shape-and-indexing family of ops.def (cat, stack, index_select,
+ * gather, scatter, advanced indexing, masks, sort/topk, pad, ...).
+ *
+ * Data-movement ops work on bytes: their kernels are instantiated per element
+ * size (1, 2, 4, 8 bytes), not per dtype. Ops that add (scatter_add, index_add,
+ * index_put with accumulate, embedding_backward) or compare (sort, topk) are
+ * instantiated per dtype from one list; float16/bfloat16 compute in float.
+ * Every index is validated before anything is written, with PyTorch's message;
+ * negative indices wrap where PyTorch wraps them. On the meta device the
+ * forwards stop after allocating their outputs (ops whose output shape depends
+ * on the data, such as nonzero and masked_select, fail there as in PyTorch). */
+#include "ops/ops.h"
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define GRAIN 32768
+
+/* ------------------------------------------------------------------ helpers */
+
+#define ELSIZE_SWITCH(es, ...)                                                   \
+    switch (es) {                                                                \
+    case 1: { typedef uint8_t E; __VA_ARGS__ } break;                            \
+    case 2: { typedef uint16_t E; __VA_ARGS__ } break;                           \
+    case 4: { typedef uint32_t E; __VA_ARGS__ } break;                           \
+    default: { typedef uint64_t E; __VA_ARGS__ } break;                          \
+    }
+
+/* Every dtype: (enum, storage type, compute type, load, store). */
+#define ID_(x) (x)
+#define FOR_DTYPES(X)                                                            \
+    X(CT_BOOL, bool, bool, ID_, ID_)                                             \
+    X(CT_UINT8, uint8_t, uint8_t, ID_, ID_)                                      \
+    X(CT_INT8, int8_t, int8_t, ID_, ID_)                                         \
+    X(CT_INT16, int16_t, int16_t, ID_, ID_)                                      \
+    X(CT_INT32, int32_t, int32_t, ID_, ID_)                                      \
+    X(CT_INT64, int64_t, int64_t, ID_, ID_)                                      \
+    X(CT_FLOAT16, uint16_t, float, c10_h2f, c10_f2h)                             \
+    X(CT_BFLOAT16, uint16_t, float, c10_bf2f, c10_f2bf)                          \
+    X(CT_FLOAT32, float, float, ID_, ID_)                                        \
+    X(CT_FLOAT64, double, double, ID_, ID_)
+
+static const char *dev_name(ct_device d) { return d == CT_META ? "meta" : "cpu"; }
+
+static bool same_device(const char *op, const TensorImpl *a, const TensorImpl *b) {
+    if (!b || a->device == b->device) return true;
+    c10_error("%s: Expected all tensors to be on the same device, but found at least two devices, %s and %s!", op,
+              dev_name(a->device), dev_name(b->device));
+    return false;
+}
+
+/* PyTorch's lower-case spelling of a dtype in some messages ("float", "long"). */
+static const char *lower_name(ct_dtype d) {
+    static _Thread_local char buf[4][16];
+    static _Thread_local int k;
+    const char *s = c10_dtype_cname(d);
+    char *o = buf[k++ & 3];
+    size_t i = 0;
+    for (; s[i] && i < 15; i++) o[i] = (char)tolower((unsigned char)s[i]);
+    o[i] = 0;
+    return o;
+}
+
+/* A contiguous int64 copy of an index tensor (or the tensor itself). */
+static TensorImpl *as_long(const TensorImpl *t) {
+    if (t->dtype == CT_INT64) return at_contiguous(t);
+    return at_to_dtype(t, CT_INT64);
+}
+
+static const int64_t *ldata(const TensorImpl *t) { return (const int64_t *)c10_data(t); }
+
+static int64_t prod(const int64_t *s, int n) {
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) p *= s[i];
+    return p;
+}
+
+/* Offsets (in elements) of every position of a row-major walk over sizes with
+ * the given strides: out[numel]. */
+static void offsets_of(const int64_t *sizes, const int64_t *strides, int n, int64_t *out) {
+    int64_t total = prod(sizes, n);
+    int64_t idx[CT_MAX_DIMS] = {0}, off = 0;
+    for (int64_t k = 0; k < total; k++) {
+        out[k] = off;
+        for (int d = n - 1; d >= 0; d--) {
+            idx[d]++;
+            off += strides[d];
+            if (idx[d] < sizes[d]) break;
+            off -= idx[d] * strides[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* Offset of row-major position k of (sizes, strides). */
+static inline int64_t offset_at(const int64_t *sizes, const int64_t *strides, int n, int64_t k) {
+    int64_t off = 0;
+    for (int d = n - 1; d >= 0; d--) {
+        off += (k % sizes[d]) * strides[d];
+        k /= sizes[d];
+    }
+    return off;
+}
+
+static int copy_into(TensorImpl *dst, const TensorImpl *src) { return at_copy_(dst, src); }
+
+/* ---------------------------------------------------------------- cat/stack */
+
+/* Concatenates ts[0..n-1] (any count) along dim: the shared implementation of
+ * the cat and stack rows and of ct_cat for long lists. */
+TensorImpl *index_cat_impl(TensorImpl *const *ts, int n, int64_t dim_in) {
+    if (n <= 0) return c10_error("torch.cat(): expected a non-empty list of Tensors");
+    const TensorImpl *ref = NULL;
+    PromoteState st = {0};
+    for (int k = 0; k < n; k++) {
+        if (ts[k]->ndim == 0)
+            return c10_error("cat: zero-dimensional tensor (at position %d) cannot be concatenated", k);
+        if (!same_device("cat", ts[0], ts[k])) return NULL;
+        st.dim = st.has_dim ? c10_promote(st.dim, ts[k]->dtype) : ts[k]->dtype;
+        st.has_dim = true;
+        if (!ref && !(ts[k]->ndim == 1 && ts[k]->sizes[0] == 0)) ref = ts[k];
+    }
+    ct_dtype dt = st.dim;
+    if (!ref) ref = ts[0];
+    int dim = c10_wrap_dim(dim_in, ref->ndim);
+    if (dim < 0) return c10_error("cat: %s", ct_last_error());
+    int64_t sizes[CT_MAX_DIMS];
+    memcpy(sizes, ref->sizes, sizeof sizes);
+    sizes[dim] = 0;
+    for (int k = 0; k < n; k++) {
+        const TensorImpl *t = ts[k];
+        if (t->ndim == 1 && t->sizes[0] == 0 && ref != t && !(ref->ndim == 1)) continue; /* legacy empty */
+        if (t->ndim != ref->ndim)
+            return c10_error("cat: Tensors must have same number of dimensions: got %d and %d", ref->ndim, t->ndim);
+        for (int d = 0; d < ref->ndim; d++)
+            if (d != dim && t->sizes[d] != ref->sizes[d])
+                return c10_error("cat: Sizes of tensors must match except in dimension %d. Expected size %lld but "
+                                 "got size %lld for tensor number %d in the list.",
+                                 dim, (long long)ref->sizes[d], (long long)t->sizes[d], k);
+        sizes[dim] += t->sizes[dim];
+    }
+    TensorImpl *o = c10_empty(sizes, ref->ndim, dt, ref->device);
+    if (!o || o->device == CT_META) return o;
+    int64_t off = 0;
+    for (int k = 0; k < n; k++) {
+        const TensorImpl *t = ts[k];
+        if (t->ndim != ref->ndim || t->numel == 0) {
+            if (t->ndim == ref->ndim) off += t->sizes[dim];
+            continue;
+        }
+        TensorImpl *v = c10_narrow(o, dim, off, t->sizes[dim]);
+        int r = v ? copy_into(v, t) : -1;
+        c10_release(v);
+        if (r < 0) {
+            c10_release(o);
+            return NULL;
+        }
+        off += t->sizes[dim];
+    }
+    return o;
+}
+
+/* t[0..nt-1]: the tensors (nt <= OP_MAX_TENSORS); i: dim */
+int fwd_cat(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return (out[0] = index_cat_impl(a->t, a->nt, a->i[0])) ? 1 : -1;
+}
+
+TensorImpl *index_stack_impl(TensorImpl *const *ts, int n, int64_t dim_in) {
+    if (n <= 0) return c10_error("stack expects a non-empty TensorList");
+    for (int k = 1; k < n; k++) {
+        bool same = ts[k]->ndim == ts[0]->ndim;
+        for (int d = 0; same && d < ts[0]->ndim; d++) same = ts[k]->sizes[d] == ts[0]->sizes[d];
+        if (!same)
+            return c10_error("stack expects each tensor to be equal size, but got %s at entry 0 and %s at entry %d",
+                             c10_shape_str(ts[0]->sizes, ts[0]->ndim), c10_shape_str(ts[k]->sizes, ts[k]->ndim), k);
+    }
+    int dim = c10_wrap_dim(dim_in, ts[0]->ndim + 1);
+    if (dim < 0) return c10_error("stack: %s", ct_last_error());
+    TensorImpl **u = calloc((size_t)n, sizeof *u);
+    if (!u) return c10_error("out of memory");
+    TensorImpl *o = NULL;
+    int k = 0;
+    for (; k < n; k++)
+        if (!(u[k] = c10_unsqueeze(ts[k], dim))) break;
+    if (k == n) o = index_cat_impl(u, n, dim);
+    for (int j = 0; j < k; j++) c10_release(u[j]);
+    free(u);
+    return o;
+}
+
+/* t[0..nt-1]: the tensors; i: dim */
+int fwd_stack(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return (out[0] = index_stack_impl(a->t, a->nt, a->i[0])) ? 1 : -1;
+}
+
+/* ------------------------------------------------------ index_select/add */
+
+/* Checks an index vector against size; -1 with the message when one is out. */
+static int check_range(const char *op, const int64_t *p, int64_t n, int64_t size, bool wrap, int dim) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = p[i];
+        if (v < (wrap ? -size : 0) || v >= size) {
+            if (dim < 0) return c10_error_int("%s: index out of range in self", op);
+            return c10_error_int("%s: index %lld is out of bounds for dimension %d with size %lld", op, (long long)v,
+                                 dim, (long long)size);
+        }
+    }
+    return 0;
+}
+
+/* t[0] self, t[1] index (0/1-dim, int32/int64); i: dim */
+int fwd_index_select(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *index = a->t[1];
+    if (!same_device("index_select", self, index)) return -1;
+    int dim = c10_wrap_dim(a->i[0], self->ndim);
+    if (dim < 0) return c10_error_int("index_select: %s", ct_last_error());
+    if (index->ndim > 1) return c10_error_int("index_select(): Index is supposed to be a vector");
+    if (index->dtype != CT_INT64 && index->dtype != CT_INT32)
+        return c10_error_int("index_select(): Expected dtype int32 or int64 for index");
+    int64_t sizes[CT_MAX_DIMS];
+    memcpy(sizes, self->sizes, sizeof sizes);
+    int64_t n = index->numel, size = self->ndim ? self->sizes[dim] : 1;
+    if (self->ndim) sizes[dim] = n;
+    else if (n != 1) return c10_error_int("index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+                                          (long long)n);
+    TensorImpl *o = c10_empty(sizes, self->ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
+    TensorImpl *idx = as_long(index), *src = idx ? at_contiguous(self) : NULL;
+    int r = -1;
+    if (src && check_range("index_select", ldata(idx), n, size, false, -1) == 0) {
+        int64_t outer = self->ndim ? prod(self->sizes, dim) : 1;
+        int64_t inner = self->ndim ? prod(self->sizes + dim + 1, self->ndim - dim - 1) : 1;
+        size_t es = c10_elsize[self->dtype], row = (size_t)inner * es;
+        const char *s = c10_data(src);
+        char *d = c10_data(o);
+        const int64_t *ip = ldata(idx);
+        int64_t total = outer * n;
+#pragma omp parallel for if (total * inner > GRAIN)
+        for (int64_t k = 0; k < total; k++) {
+            int64_t i = k / n, j = k % n;
+            memcpy(d + (size_t)k * row, s + ((size_t)i * (size_t)size + (size_t)ip[j]) * row, row);
+        }
+        r = 0;
+    }
+    c10_release(idx);
+    c10_release(src);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* dst[outer, size, inner] += alpha * src[outer, n, inner] at rows idx[n]
+ * (contiguous dst and src of dtype dt); serial: deterministic. */
+#define INDEX_ADD_K(D, ST, CT, LD, SV)                                           \
+    static void index_add_##ST##_##CT(char *dst_, const char *src_, const int64_t *idx, int64_t outer, \
+                                      int64_t size, int64_t n, int64_t inner, double alpha) {       \
+        ST *dst = (ST *)dst_;                                                    \
+        const ST *src = (const ST *)src_;                                        \
+        CT al = (CT)alpha;                                                       \
+        _Pragma("omp parallel for if (outer * n * inner > GRAIN && outer > 1)")  \
+        for (int64_t i = 0; i < outer; i++)                                      \
+            for (int64_t j = 0; j < n; j++) {                                    \
+                ST *restrict dr = dst + (i * size + idx[j]) * inner;             \
+                const ST *restrict sr = src + (i * n + j) * inner;               \
+                for (int64_t k = 0; k < inner; k++)                              \
+                    dr[k] = SV((CT)(LD(dr[k]) + al * LD(sr[k])));                \
+            }                                                                    \
+    }
+#define INDEX_ADD_FN(D, ST, CT, LD, SV) INDEX_ADD_K(D, ST, CT, LD, SV)
+/* storage/compute type names must be single tokens for the function names */
+typedef bool b8_t;
+typedef uint16_t h16_t;
+typedef uint16_t bh16_t;
+#define FOR_DTYPES_TOK(X)                                                        \
+    X(CT_BOOL, b8_t, b8_t, ID_, ID_)                                             \
+    X(CT_UINT8, uint8_t, uint8_t, ID_, ID_)                                      \
+    X(CT_INT8, int8_t, int8_t, ID_, ID_)                                         \
+    X(CT_INT16, int16_t, int16_t, ID_, ID_)                                      \
+    X(CT_INT32, int32_t, int32_t, ID_, ID_)                                      \
+    X(CT_INT64, int64_t, int64_t, ID_, ID_)                                      \
+    X(CT_FLOAT16, h16_t, float, c10_h2f, c10_f2h)                                \
+    X(CT_BFLOAT16, bh16_t, float, c10_bf2f, c10_f2bf)                            \
+    X(CT_FLOAT32, float, float, ID_, ID_)                                        \
+    X(CT_FLOAT64, double, double, ID_, ID_)
+
+/* bool addition is logical or in PyTorch */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wbool-operation"
+#pragma clang diagnostic ignored "-Wint-in-bool-context"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wbool-operation"
+#pragma GCC diagnostic ignored "-Wint-in-bool-context"
+#endif
+
+FOR_DTYPES_TOK(INDEX_ADD_FN)
+typedef void (*index_add_fn)(char *, const char *, const int64_t *, int64_t, int64_t, int64_t, int64_t, double);
+static const index_add_fn index_add_k[CT_NUM_DTYPES] = {
+#define IA_ENTRY(D, ST, CT, LD, SV) [D] = index_add_##ST##_##CT,
+    FOR_DTYPES_TOK(IA_ENTRY)
+};
+
+/* dst: contiguous; src: [outer, n, inner] rows to add at idx (validated). */
+static int index_add_into(TensorImpl *dst, int dim, const TensorImpl *idx, const TensorImpl *source, double alpha) {
+    TensorImpl *src = source->dtype == dst->dtype ? at_contiguous(source) : at_to_dtype(source, dst->dtype);
+    if (!src) return -1;
+    int64_t outer = dst->ndim ? prod(dst->sizes, dim) : 1;
+    int64_t inner = dst->ndim ? prod(dst->sizes + dim + 1, dst->ndim - dim - 1) : 1;
+    int64_t size = dst->ndim ? dst->sizes[dim] : 1;
+    if (dst->numel && idx->numel)
+        index_add_k[dst->dtype](c10_data(dst), c10_data(src), ldata(idx), outer, size, idx->numel, inner, alpha);
+    c10_release(src);
+    return 0;
+}
+
+/* t[0] self, t[1] index (1-dim int32/int64), t[2] source; i: dim; s[0]: alpha.
+ * out = self.clone().index_add_(dim, index, source, alpha=alpha) */
+int fwd_index_add(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *index = a->t[1], *source = a->t[2];
+    if (!same_device("index_add", self, index) || !same_device("index_add", self, source)) return -1;
+    int dim = c10_wrap_dim(a->i[0], self->ndim);
+    if (dim < 0) return c10_error_int("index_add: %s", ct_last_error());
+    if (index->ndim > 1) return c10_error_int("index_add_(): Index is supposed to be a vector");
+    if (index->dtype != CT_INT64 && index->dtype != CT_INT32)
+        return c10_error_int("index_add_(): Expected dtype int32/int64 for index");
+    if (source->dtype != self->dtype)
+        return c10_error_int("index_add_(): self (%s) and source (%s) must have the same scalar type",
+                             c10_dtype_cname(self->dtype), c10_dtype_cname(source->dtype));
+    int64_t n = index->numel;
+    bool ok = source->ndim == self->ndim || (self->ndim <= 1 && source->ndim <= 1);
+    for (int d = 0; ok && d < self->ndim && source->ndim; d++)
+        ok = source->sizes[d] == (d == dim ? n : self->sizes[d]);
+    if (!ok || (source->ndim == 0 && n != 1))
+        return c10_error_int("index_add_(): source %s does not match self %s with %lld indices along dimension %d",
+                             c10_shape_str(source->sizes, source->ndim), c10_shape_str(self->sizes, self->ndim),
+                             (long long)n, dim);
+    TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
+    TensorImpl *idx = NULL;
+    int r = copy_into(o, self);
+    if (r == 0) r = (idx = as_long(index)) ? 0 : -1;
+    if (r == 0) r = check_range("index_add", ldata(idx), n, self->ndim ? self->sizes[dim] : 1, false, -1);
+    if (r == 0) r = index_add_into(o, dim, idx, source, a->s[0]);
+    c10_release(idx);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* ------------------------------------------------- gather/scatter family */
+
+/* The checks of gather/scatter (PyTorch's gather_shape_check/scatter_shape_check). */
+static int gs_check(const char *op, const TensorImpl *self, int dim, const TensorImpl *index, const TensorImpl *src,
+                    bool is_gather) {
+    if (index->dtype != CT_INT64) return c10_error_int("%s(): Expected dtype int64 for index", op);
+    int sd = self->ndim ? self->ndim : 1, id = index->ndim ? index->ndim : 1;
+    if (index->numel == 0) return 0;
+    if (id != sd) return c10_error_int("%s: Index tensor must have the same number of dimensions as %s tensor", op,
+                                       is_gather ? "input" : "self");
+    if (src && (src->ndim ? src->ndim : 1) != sd)
+        return c10_error_int("%s: Index tensor must have the same number of dimensions as src tensor", op);
+    for (int d = 0; d < index->ndim; d++) {
+        int64_t is = index->sizes[d];
+        if (is_gather) {
+            if (d != dim && self->ndim && is > self->sizes[d])
+                return c10_error_int("%s: Size does not match at dimension %d expected index %s to be smaller than "
+                                     "self %s apart from dimension %d",
+                                     op, d, c10_shape_str(index->sizes, index->ndim),
+                                     c10_shape_str(self->sizes, self->ndim), dim);
+        } else if ((d != dim && self->ndim && is > self->sizes[d]) || (src && src->ndim && is > src->sizes[d])) {
+            if (src)
+                return c10_error_int("%s: Expected index %s to be smaller than self %s apart from dimension %d and "
+                                     "to be smaller size than src %s",
+                                     op, c10_shape_str(index->sizes, index->ndim),
+                                     c10_shape_str(self->sizes, self->ndim), dim,
+                                     c10_shape_str(src->sizes, src->ndim));
+            return c10_error_int("%s: Expected index %s to be smaller than self %s apart from dimension %d", op,
+                                 c10_shape_str(index->sizes, index->ndim), c10_shape_str(self->sizes, self->ndim),
+                                 dim);
+        }
+    }
+    return 0;
+}
+
+/* Walks index (contiguous int64, shape isz[n]) and produces for each element
+ * the offset into a tensor with strides `st` (dim replaced by the index value)
+ * and the offset into a tensor with strides `st2` (plain). Validates first. */
+typedef struct {
+    int n;
+    int64_t sizes[CT_MAX_DIMS];
+    int64_t st[CT_MAX_DIMS], st2[CT_MAX_DIMS];
+    int dim;
+    int64_t dimsize;
+} GSWalk;
+
+static void gs_walk_init(GSWalk *w, const TensorImpl *index, const TensorImpl *t, const TensorImpl *t2, int dim) {
+    w->n = index->ndim;
+    memcpy(w->sizes, index->sizes, sizeof w->sizes);
+    for (int d = 0; d < w->n; d++) {
+        w->st[d] = t->ndim ? t->strides[d] : 0;
+        w->st2[d] = t2 && t2->ndim ? t2->strides[d] : 0;
+    }
+    w->dim = dim;
+    w->dimsize = t->ndim ? t->sizes[dim] : 1;
+}
+
+static int gs_validate(const char *op, const GSWalk *w, const int64_t *ip, int64_t n) {
+    for (int64_t k = 0; k < n; k++)
+        if (ip[k] < -w->dimsize || ip[k] >= w->dimsize)
+            return c10_error_int("%s: index %lld is out of bounds for dimension %d with size %lld", op,
+                                 (long long)ip[k], w->dim, (long long)w->dimsize);
+    return 0;
+}
+
+/* offsets for element k: a = into t (index applied), b = into t2 */
+static inline void gs_offsets(const GSWalk *w, int64_t k, int64_t v, int64_t *a, int64_t *b) {
+    int64_t oa = 0, ob = 0;
+    for (int d = w->n - 1; d >= 0; d--) {
+        int64_t i = k % w->sizes[d];
+        k /= w->sizes[d];
+        oa += (d == w->dim ? 0 : i) * w->st[d];
+        ob += i * w->st2[d];
+    }
+    if (v < 0) v += w->dimsize;
+    *a = oa + v * (w->n ? w->st[w->dim] : 0);
+    *b = ob;
+}
+
+/* t[0] self, t[1] index (int64, same ndim); i: dim */
+int fwd_gather(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *index = a->t[1];
+    if (!same_device("gather", self, index)) return -1;
+    int dim = c10_wrap_dim(a->i[0], self->ndim);
+    if (dim < 0) return c10_error_int("gather: %s", ct_last_error());
+    if (gs_check("gather", self, dim, index, NULL, true) < 0) return -1;
+    TensorImpl *o = c10_empty(index->sizes, index->ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    TensorImpl *idx = as_long(index);
+    GSWalk w;
+    if (idx) gs_walk_init(&w, idx, self, NULL, dim);
+    if (!idx || gs_validate("gather", &w, ldata(idx), idx->numel) < 0) {
+        c10_release(idx);
+        c10_release(o);
+        return -1;
+    }
+    const int64_t *ip = ldata(idx);
+    const char *s = c10_data(self);
+    char *d = c10_data(o);
+    int64_t n = o->numel;
+    ELSIZE_SWITCH(c10_elsize[self->dtype], {
+        const E *sp = (const E *)s;
+        E *dp = (E *)d;
+#pragma omp parallel for if (n > GRAIN)
+        for (int64_t k = 0; k < n; k++) {
+            int64_t oa, ob;
+            gs_offsets(&w, k, ip[k], &oa, &ob);
+            dp[k] = sp[oa];
+        }
+    })
+    c10_release(idx);
+    out[0] = o;
+    return 1;
+}
+
+/* Scatter core: o (contiguous clone of self) receives src (or value) at index.
+ * mode 0: assign, 1: add. src converted to o's dtype first. */
+#define SCATTER_ADD_K(D, ST, CT, LD, SV)                                         \
+    static void scatter_add_##ST##_##CT(char *o_, const char *s_, const GSWalk *w, const GSWalk *ws, \
+                                        const int64_t *ip, int64_t n) {          \
+        ST *o = (ST *)o_;                                                        \
+        const ST *s = (const ST *)s_;                                            \
+        for (int64_t k = 0; k < n; k++) {                                        \
+            int64_t oa, ob, sa, sb;                                              \
+            gs_offsets(w, k, ip[k], &oa, &ob);                                   \
+            gs_offsets(ws, k, 0, &sa, &sb);                                      \
+            o[oa] = SV((CT)(LD(o[oa]) + LD(s[sb])));                             \
+        }                                                                        \
+    }
+FOR_DTYPES_TOK(SCATTER_ADD_K)
+typedef void (*scatter_add_fn)(char *, const char *, const GSWalk *, const GSWalk *, const int64_t *, int64_t);
+static const scatter_add_fn scatter_add_k[CT_NUM_DTYPES] = {
+#define SA_ENTRY(D, ST, CT, LD, SV) [D] = scatter_add_##ST##_##CT,
+    FOR_DTYPES_TOK(SA_ENTRY)
+};
+
+static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int mode, bool has_src) {
+    TensorImpl *self = a->t[0], *index = a->t[1], *src = has_src ? a->t[2] : NULL;
+    if (!same_device(op, self, index) || !same_device(op, self, src)) return -1;
+    int dim = c10_wrap_dim(a->i[0], self->ndim);
+    if (dim < 0) return c10_error_int("%s: %s", op, ct_last_error());
+    if (index->dtype != CT_INT64) return c10_error_int("%s(): Expected dtype int64 for index", op);
+    if (src && src->dtype != self->dtype)
+        return c10_error_int("%s(): Expected self.dtype to be equal to src.dtype", op);
+    if (gs_check(op, self, dim, index, src, false) < 0) return -1;
+    TensorImpl *o = a->dst ? c10_retain(a->dst) : c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
+    TensorImpl *idx = NULL, *sv = NULL;
+    int r = a->dst ? 0 : copy_into(o, self);
+    if (r == 0 && index->numel) {
+        idx = as_long(index);
+        sv = has_src ? c10_retain(src) : c10_scalar_tensor(a->s[0], self->dtype, CT_CPU);
+        GSWalk w, ws;
+        if (!idx || !sv) r = -1;
+        else {
+            gs_walk_init(&w, idx, o, NULL, dim);
+            gs_walk_init(&ws, idx, sv, sv, dim);
+            r = gs_validate(op, &w, ldata(idx), idx->numel);
+        }
+        if (r == 0) {
+            const int64_t *ip = ldata(idx);
+            int64_t n = idx->numel;
+            if (mode == 1) {
+                scatter_add_k[o->dtype](c10_data(o), c10_data(sv), &w, &ws, ip, n);
+            } else {
+                char *od = c10_data(o);
+                const char *sd = c10_data(sv);
+                ELSIZE_SWITCH(c10_elsize[o->dtype], {
+                    E *op_ = (E *)od;
+                    const E *sp = (const E *)sd;
+                    for (int64_t k = 0; k < n; k++) {
+                        int64_t oa, ob, sa, sb;
+                        gs_offsets(&w, k, ip[k], &oa, &ob);
+                        gs_offsets(&ws, k, 0, &sa, &sb);
+                        op_[oa] = sp[sb];
+                    }
+                })
+            }
+        }
+    }
+    c10_release(idx);
+    c10_release(sv);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* t[0] self, t[1] index (int64), t[2] src (self's dtype); i: dim. dst: in place */
+int fwd_scatter(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return scatter_common("scatter", a, out, 0, true);
+}
+/* t[0] self, t[1] index; i: dim; s[0]: value. dst: in place */
+int fwd_scatter_value(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return scatter_common("scatter", a, out, 0, false);
+}
+/* t[0] self, t[1] index, t[2] src; i: dim. dst: in place */
+int fwd_scatter_add(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return scatter_common("scatter_add", a, out, 1, true);
+}
+
+/* -------------------------------------------------------- nonzero/masks */
+
+static TensorImpl *nonzero_impl(const char *op, const TensorImpl *t) {
+    if (t->device == CT_META)
+        return c10_error("%s: Could not run 'aten::nonzero' with arguments from the 'Meta' backend.", op);
+    TensorImpl *c = at_contiguous(t);
+    if (!c) return NULL;
+    TensorImpl *b = c->dtype == CT_BOOL ? c10_retain(c) : NULL;
+    if (!b) {
+        b = c10_empty(c->sizes, c->ndim, CT_BOOL, c->device);
+        if (b && copy_into(b, c) < 0) {
+            c10_release(b);
+            b = NULL;
+        }
+    }
+    c10_release(c);
+    if (!b) return NULL;
+    const bool *p = (const bool *)c10_data(b);
+    int64_t n = b->numel, nnz = 0;
+    for (int64_t k = 0; k < n; k++) nnz += p[k];
+    int nd = b->ndim;
+    int64_t sizes[2] = {nnz, nd};
+    TensorImpl *o = c10_empty(sizes, 2, CT_INT64, b->device);
+    if (o && nnz) {
+        int64_t *op_ = (int64_t *)c10_data(o), idx[CT_MAX_DIMS] = {0}, r = 0;
+        for (int64_t k = 0; k < n; k++) {
+            if (p[k]) {
+                for (int d = 0; d < nd; d++) op_[r * nd + d] = idx[d];
+                r++;
+            }
+            for (int d = nd - 1; d >= 0; d--) {
+                if (++idx[d] < b->sizes[d]) break;
+                idx[d] = 0;
+            }
+        }
+    }
+    c10_release(b);
+    return o;
+}
+
+/* t[0]: [nnz, ndim] int64 indices of the non-zero elements */
+int fwd_nonzero(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return (out[0] = nonzero_impl("nonzero", a->t[0])) ? 1 : -1;
+}
+
+/* --------------------------------------------------- advanced indexing */
+
+typedef struct {
+    int np, nbd, nq;
+    int64_t psz[CT_MAX_DIMS], pst[CT_MAX_DIMS];
+    int64_t bsz[CT_MAX_DIMS];
+    int64_t qsz[CT_MAX_DIMS], qst[CT_MAX_DIMS];
+    int64_t NP, NB, NQ;
+    int64_t *poff, *boff, *qoff; /* malloc'd */
+    bool q_contig;               /* qoff[q] == q */
+    int out_ndim;
+    int64_t out_sizes[CT_MAX_DIMS];
+} AdvIndex;
+
+static void adv_free(AdvIndex *ai) {
+    free(ai->poff);
+    free(ai->boff);
+    free(ai->qoff);
+    ai->poff = ai->boff = ai->qoff = NULL;
+}
+
+/* Plans self[indices] (entries NULL = ':'; int64 = one dim; bool/uint8 = a mask
+ * over as many dims as it has). Fills shapes; on CPU also the offset tables. */
+static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const *ent, int n, AdvIndex *ai) {
+    memset(ai, 0, sizeof *ai);
+    TensorImpl *di[CT_MAX_DIMS] = {0}; /* per self dim: int64 index or NULL (owned) */
+    int pos = 0, r = -1;
+    bool meta = self->device == CT_META;
+    for (int k = 0; k < n; k++) {
+        TensorImpl *e = ent[k];
+        if (!e) {
+            pos++;
+            continue;
+        }
+        if (!same_device(op, self, e)) goto done;
+        if (e->dtype == CT_BOOL || e->dtype == CT_UINT8) {
+            if (e->ndim == 0) {
+                c10_error("%s: 0-dim boolean masks are not supported", op);
+                goto done;
+            }
+            if (pos + e->ndim > self->ndim) {
+                c10_error("%s: too many indices for tensor of dimension %d", op, self->ndim);
+                goto done;
+            }
+            for (int j = 0; j < e->ndim; j++)
+                if (e->sizes[j] != self->sizes[pos + j]) {
+                    c10_error("%s: The shape of the mask %s at index %d does not match the shape of the indexed "
+                              "tensor %s at index %d",
+                              op, c10_shape_str(e->sizes, e->ndim), j, c10_shape_str(self->sizes, self->ndim),
+                              pos + j);
+                    goto done;
+                }
+            if (meta || e->device == CT_META) {
+                c10_error("%s: boolean mask indexing has a data-dependent shape and is not supported on the meta "
+                          "device", op);
+                goto done;
+            }
+            TensorImpl *nz = nonzero_impl(op, e);
+            if (!nz) goto done;
+            for (int j = 0; j < e->ndim; j++) {
+                di[pos + j] = c10_select(nz, 1, j);
+                if (!di[pos + j]) {
+                    c10_release(nz);
+                    goto done;
+                }
+            }
+            c10_release(nz);
+            pos += e->ndim;
+        } else if (e->dtype == CT_INT64) {
+            if (pos + 1 > self->ndim) {
+                c10_error("%s: too many indices for tensor of dimension %d", op, self->ndim);
+                goto done;
+            }
+            di[pos++] = c10_retain(e);
+        } else {
+            c10_error("%s: tensors used as indices must be long, byte or bool tensors", op);
+            goto done;
+        }
+    }
+    /* broadcast the index shapes */
+    int first = -1, last = -1, nb = 0;
+    int64_t b[CT_MAX_DIMS];
+    for (int d = 0; d < self->ndim; d++) {
+        if (!di[d]) continue;
+        if (first < 0) first = d;
+        last = d;
+        int m = c10_broadcast_shape(b, nb, di[d]->sizes, di[d]->ndim, b);
+        if (m < 0) {
+            char msg[512];
+            int len = 0;
+            for (int e = 0; e < self->ndim; e++)
+                if (di[e])
+                    len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s", len ? ", " : "",
+                                    c10_shape_str(di[e]->sizes, di[e]->ndim));
+            c10_error("%s: shape mismatch: indexing tensors could not be broadcast together with shapes %s", op,
+                      msg);
+            goto done;
+        }
+        nb = m;
+    }
+    if (first < 0) { /* no advanced index: a plain copy */
+        nb = 0;
+        first = last = self->ndim;
+    }
+    bool adjacent = true;
+    for (int d = first; d <= last && d < self->ndim; d++)
+        if (!di[d]) adjacent = false;
+    ai->nbd = nb;
+    memcpy(ai->bsz, b, sizeof(int64_t) * (size_t)nb);
+    for (int d = 0; d < self->ndim; d++) {
+        if (di[d]) continue;
+        if (adjacent && d < first) {
+            ai->psz[ai->np] = self->sizes[d];
+            ai->pst[ai->np++] = self->strides[d];
+        } else {
+            ai->qsz[ai->nq] = self->sizes[d];
+            ai->qst[ai->nq++] = self->strides[d];
+        }
+    }
+    if (ai->np + ai->nbd + ai->nq > CT_MAX_DIMS) {
+        c10_error("%s: the result would have more than %d dimensions", op, CT_MAX_DIMS);
+        goto done;
+    }
+    ai->out_ndim = 0;
+    for (int i = 0; i < ai->np; i++) ai->out_sizes[ai->out_ndim++] = ai->psz[i];
+    for (int i = 0; i < ai->nbd; i++) ai->out_sizes[ai->out_ndim++] = ai->bsz[i];
+    for (int i = 0; i < ai->nq; i++) ai->out_sizes[ai->out_ndim++] = ai->qsz[i];
+    ai->NP = prod(ai->psz, ai->np);
+    ai->NB = prod(ai->bsz, ai->nbd);
+    ai->NQ = prod(ai->qsz, ai->nq);
+    if (meta) {
+        r = 0;
+        goto done;
+    }
+    ai->poff = malloc(sizeof(int64_t) * (size_t)(ai->NP ? ai->NP : 1));
+    ai->boff = calloc((size_t)(ai->NB ? ai->NB : 1), sizeof(int64_t));
+    ai->qoff = malloc(sizeof(int64_t) * (size_t)(ai->NQ ? ai->NQ : 1));
+    if (!ai->poff || !ai->boff || !ai->qoff) {
+        c10_error("out of memory");
+        goto done;
+    }
+    offsets_of(ai->psz, ai->pst, ai->np, ai->poff);
+    offsets_of(ai->qsz, ai->qst, ai->nq, ai->qoff);
+    ai->q_contig = true;
+    for (int64_t q = 0; q < ai->NQ && ai->q_contig; q++) ai->q_contig = ai->qoff[q] == q;
+    for (int d = 0; d < self->ndim; d++) {
+        if (!di[d]) continue;
+        TensorImpl *ex = c10_expand(di[d], ai->bsz, ai->nbd);
+        TensorImpl *c = ex ? at_contiguous(ex) : NULL;
+        c10_release(ex);
+        if (!c) goto done;
+        const int64_t *ip = ldata(c);
+        int64_t size = self->sizes[d], st = self->strides[d];
+        for (int64_t k = 0; k < ai->NB; k++) {
+            int64_t v = ip[k];
+            if (v < -size || v >= size) {
+                c10_error("%s: index %lld is out of bounds for dimension %d with size %lld", op, (long long)v, d,
+                          (long long)size);
+                c10_release(c);
+                goto done;
+            }
+            ai->boff[k] += (v < 0 ? v + size : v) * st;
+        }
+        c10_release(c);
+    }
+    r = 0;
+done:
+    for (int d = 0; d < CT_MAX_DIMS; d++) c10_release(di[d]);
+    if (r < 0) adv_free(ai);
+    return r;
+}
+
+/* t[0] self, t[1..nt-1] indices (NULL = ':'); i: (none) */
+int fwd_index(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    AdvIndex ai;
+    if (adv_prepare("index", self, a->t + 1, a->nt - 1, &ai) < 0) return -1;
+    TensorImpl *o = c10_empty(ai.out_sizes, ai.out_ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META || o->numel == 0) {
+        adv_free(&ai);
+        return (out[0] = o) ? 1 : -1;
+    }
+    const char *s = c10_data(self);
+    char *d = c10_data(o);
+    int64_t rows = ai.NP * ai.NB, NQ = ai.NQ, NB = ai.NB;
+    const int64_t *poff = ai.poff, *boff = ai.boff, *qoff = ai.qoff;
+    bool qc = ai.q_contig;
+    ELSIZE_SWITCH(c10_elsize[self->dtype], {
+        const E *sp = (const E *)s;
+        E *dp = (E *)d;
+#pragma omp parallel for if (rows * NQ > GRAIN)
+        for (int64_t r = 0; r < rows; r++) {
+            const E *src = sp + poff[r / NB] + boff[r % NB];
+            E *dst = dp + r * NQ;
+            if (qc) memcpy(dst, src, sizeof(E) * (size_t)NQ);
+            else
+                for (int64_t q = 0; q < NQ; q++) dst[q] = src[qoff[q]];
+        }
+    })
+    adv_free(&ai);
+    out[0] = o;
+    return 1;
+}
+
+#define INDEX_PUT_ACC_K(D, ST, CT, LD, SV)                                       \
+    static void index_put_acc_##ST##_##CT(char *o_, const char *v_, const AdvIndex *ai) { \
+        ST *o = (ST *)o_;                                                        \
+        const ST *v = (const ST *)v_;                                            \
+        int64_t rows = ai->NP * ai->NB;                                          \
+        for (int64_t r = 0; r < rows; r++) {                                     \
+            ST *dst = o + ai->poff[r / ai->NB] + ai->boff[r % ai->NB];           \
+            const ST *src = v + r * ai->NQ;                                      \
+            for (int64_t q = 0; q < ai->NQ; q++)                                 \
+                dst[ai->qoff[q]] = SV((CT)(LD(dst[ai->qoff[q]]) + LD(src[q])));  \
+        }                                                                        \
+    }
+FOR_DTYPES_TOK(INDEX_PUT_ACC_K)
+typedef void (*index_put_acc_fn)(char *, const char *, const AdvIndex *);
+static const index_put_acc_fn index_put_acc_k[CT_NUM_DTYPES] = {
+#define IPA_ENTRY(D, ST, CT, LD, SV) [D] = index_put_acc_##ST##_##CT,
+    FOR_DTYPES_TOK(IPA_ENTRY)
+};
+
+/* t[0] self, t[1] values, t[2..nt-1] indices (NULL = ':'); i: accumulate.
+ * dst: in place (self itself is written). */
+int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *values = a->t[1];
+    if (!same_device("index_put", self, values)) return -1;
+    if (values->dtype != self->dtype)
+        return c10_error_int("index_put: Index put requires the source and destination dtypes match, got %s for the "
+                             "destination and %s for the source.",
+                             c10_dtype_cname(self->dtype), c10_dtype_cname(values->dtype));
+    AdvIndex ai;
+    if (adv_prepare("index_put", self, a->t + 2, a->nt - 2, &ai) < 0) return -1;
+    int64_t bshape[CT_MAX_DIMS];
+    if (c10_broadcast_shape(values->sizes, values->ndim, ai.out_sizes, ai.out_ndim, bshape) != ai.out_ndim ||
+        memcmp(bshape, ai.out_sizes, sizeof(int64_t) * (size_t)ai.out_ndim)) {
+        adv_free(&ai);
+        return c10_error_int("index_put: shape mismatch: value tensor of shape %s cannot be broadcast to indexing "
+                             "result of shape %s",
+                             c10_shape_str(values->sizes, values->ndim), c10_shape_str(ai.out_sizes, ai.out_ndim));
+    }
+    if (a->dst && c10_has_internal_overlap(a->dst)) {
+        adv_free(&ai);
+        return c10_error_int("index_put_: unsupported operation: more than one element of the written-to tensor "
+                             "refers to a single memory location. Please clone() the tensor before performing the "
+                             "operation.");
+    }
+    TensorImpl *o = a->dst ? c10_retain(a->dst) : NULL;
+    if (!o) {
+        o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+        if (o && o->device != CT_META && copy_into(o, self) < 0) {
+            c10_release(o);
+            o = NULL;
+        }
+    }
+    if (!o || o->device == CT_META || ai.NP * ai.NB * ai.NQ == 0) {
+        adv_free(&ai);
+        return (out[0] = o) ? 1 : -1;
+    }
+    /* ai's offsets are relative to self's strides; o is self (in place) or a
+     * contiguous clone: replan against o when they differ */
+    if (o != self) {
+        adv_free(&ai);
+        if (adv_prepare("index_put", o, a->t + 2, a->nt - 2, &ai) < 0) {
+            c10_release(o);
+            return -1;
+        }
+    }
+    TensorImpl *ex = c10_expand(values, ai.out_sizes, ai.out_ndim);
+    TensorImpl *v = ex ? at_contiguous(ex) : NULL;
+    c10_release(ex);
+    if (!v) {
+        adv_free(&ai);
+        c10_release(o);
+        return -1;
+    }
+    if (a->i[0]) {
+        index_put_acc_k[o->dtype](c10_data(o), c10_data(v), &ai);
+    } else {
+        char *od = c10_data(o);
+        const char *vd = c10_data(v);
+        int64_t rows = ai.NP * ai.NB;
+        ELSIZE_SWITCH(c10_elsize[o->dtype], {
+            E *dp = (E *)od;
+            const E *sp = (const E *)vd;
+            for (int64_t r = 0; r < rows; r++) {
+                E *dst = dp + ai.poff[r / ai.NB] + ai.boff[r % ai.NB];
+                const E *src = sp + r * ai.NQ;
+                for (int64_t q = 0; q < ai.NQ; q++) dst[ai.qoff[q]] = src[q];
+            }
+        })
+    }
+    c10_release(v);
+    adv_free(&ai);
+    out[0] = o;
+    return 1;
+}
+
+/* t[0] self, t[1] mask (bool; uint8 accepted as PyTorch 1.13 does): 1-d result */
+int fwd_masked_select(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *mask = a->t[1];
+    if (!same_device("masked_select", self, mask)) return -1;
+    if (mask->dtype != CT_BOOL && mask->dtype != CT_UINT8)
+        return c10_error_int("masked_select: expected BoolTensor or ByteTensor for mask");
+    int64_t shape[CT_MAX_DIMS];
+    int nd = c10_broadcast_shape(self->sizes, self->ndim, mask->sizes, mask->ndim, shape);
+    if (nd < 0) return c10_error_int("masked_select: %s", ct_last_error());
+    if (self->device == CT_META)
+        return c10_error_int("masked_select: the output shape depends on the data: not supported on the meta device");
+    TensorImpl *se = c10_expand(self, shape, nd), *me = se ? c10_expand(mask, shape, nd) : NULL;
+    TensorImpl *sc = me ? at_contiguous(se) : NULL, *mc = NULL;
+    if (sc) {
+        mc = c10_empty(shape, nd, CT_BOOL, CT_CPU);
+        if (mc && copy_into(mc, me) < 0) {
+            c10_release(mc);
+            mc = NULL;
+        }
+    }
+    c10_release(se);
+    c10_release(me);
+    TensorImpl *o = NULL;
+    if (mc) {
+        const bool *m = (const bool *)c10_data(mc);
+        int64_t n = mc->numel, cnt = 0;
+        for (int64_t k = 0; k < n; k++) cnt += m[k];
+        o = c10_empty(&cnt, 1, self->dtype, self->device);
+        if (o && cnt) {
+            const char *s = c10_data(sc);
+            char *d = c10_data(o);
+            ELSIZE_SWITCH(c10_elsize[self->dtype], {
+                const E *sp = (const E *)s;
+                E *dp = (E *)d;
+                int64_t j = 0;
+                for (int64_t k = 0; k < n; k++)
+                    if (m[k]) dp[j++] = sp[k];
+            })
+        }
+    }
+    c10_release(sc);
+    c10_release(mc);
+    return (out[0] = o) ? 1 : -1;
+}
+
+/* t[0] self, t[1] index (int64, any shape): self.flatten()[index] */
+int fwd_take(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *index = a->t[1];
+    if (!same_device("take", self, index)) return -1;
+    if (index->dtype != CT_INT64)
+        return c10_error_int("take(): Expected a long tensor for index, but got %s", c10_dtype_cname(index->dtype));
+    TensorImpl *o = c10_empty(index->sizes, index->ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    TensorImpl *idx = as_long(index), *sc = idx ? at_contiguous(self) : NULL;
+    int r = sc ? 0 : -1;
+    int64_t numel = self->numel, n = o->numel;
+    const int64_t *ip = idx ? ldata(idx) : NULL;
+    for (int64_t k = 0; r == 0 && k < n; k++)
+        if (ip[k] < -numel || ip[k] >= numel)
+            r = c10_error_int("take: out of range: tried to access index %lld on a tensor of %lld elements.",
+                              (long long)ip[k], (long long)numel);
+    if (r == 0) {
+        const char *s = c10_data(sc);
+        char *d = c10_data(o);
+        ELSIZE_SWITCH(c10_elsize[self->dtype], {
+            const E *sp = (const E *)s;
+            E *dp = (E *)d;
+            for (int64_t k = 0; k < n; k++) dp[k] = sp[ip[k] < 0 ? ip[k] + numel : ip[k]];
+        })
+    }
+    c10_release(idx);
+    c10_release(sc);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* ------------------------------------------------ flip, roll, repeat, pad */
+
+/* t[0]; i: dims (ni of them) */
+int fwd_flip(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    bool mask[CT_MAX_DIMS] = {0};
+    for (int k = 0; k < a->ni; k++) {
+        int d = c10_wrap_dim(a->i[k], self->ndim);
+        if (d < 0) return c10_error_int("flip: %s", ct_last_error());
+        if (mask[d]) return c10_error_int("flip: dim %d appears multiple times in the list of dims", d);
+        mask[d] = true;
+    }
+    TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    int64_t st[CT_MAX_DIMS], off = self->offset;
+    for (int d = 0; d < self->ndim; d++) {
+        st[d] = self->strides[d];
+        if (mask[d] && self->sizes[d] > 1) {
+            off += (self->sizes[d] - 1) * st[d];
+            st[d] = -st[d];
+        }
+    }
+    TensorImpl *v = c10_make(self->storage, self->sizes, st, self->ndim, off, self->dtype);
+    int r = v ? copy_into(o, v) : -1;
+    c10_release(v);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* o = src rolled by shift along dim (o, src same shape; shift in [0, size)) */
+static int roll_dim(TensorImpl *o, const TensorImpl *src, int dim, int64_t shift) {
+    int64_t size = src->sizes[dim];
+    TensorImpl *d1 = c10_narrow(o, dim, shift, size - shift), *s1 = c10_narrow(src, dim, 0, size - shift);
+    TensorImpl *d2 = c10_narrow(o, dim, 0, shift), *s2 = c10_narrow(src, dim, size - shift, shift);
+    int r = (d1 && s1 && d2 && s2) ? 0 : -1;
+    if (r == 0) r = copy_into(d1, s1);
+    if (r == 0) r = copy_into(d2, s2);
+    c10_release(d1);
+    c10_release(s1);
+    c10_release(d2);
+    c10_release(s2);
+    return r;
+}
+
+/* t[0]; i: shifts[n], dims[n], n  (ni = 2n + 1; n dims 0: roll the flattened tensor) */
+int fwd_roll(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    int n = (int)a->i[a->ni - 1];
+    int nd = a->ni - 1 - n;
+    if (nd == 0 && n != 1)
+        return c10_error_int("roll: shifts and dimensions must align. shifts: %d, dims:%d", n, nd);
+    if (nd != 0 && nd != n)
+        return c10_error_int("roll: shifts and dimensions must align. shifts: %d, dims:%d", n, nd);
+    int dims[CT_MAX_DIMS];
+    for (int k = 0; k < nd; k++) {
+        if ((dims[k] = c10_wrap_dim(a->i[n + k], self->ndim)) < 0) return c10_error_int("roll: %s", ct_last_error());
+    }
+    TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    int r = 0;
+    if (nd == 0) {
+        TensorImpl *c = at_contiguous(self);
+        int64_t numel = self->numel;
+        TensorImpl *f = c ? c10_view(c, &numel, 1) : NULL, *of = c10_view(o, &numel, 1);
+        int64_t sh = ((a->i[0] % numel) + numel) % numel;
+        r = (f && of) ? roll_dim(of, f, 0, sh) : -1;
+        c10_release(c);
+        c10_release(f);
+        c10_release(of);
+    } else {
+        TensorImpl *cur = c10_retain(self);
+        for (int k = 0; k < nd && r == 0; k++) {
+            int64_t size = self->sizes[dims[k]];
+            int64_t sh = ((a->i[k] % size) + size) % size;
+            TensorImpl *dst = k == nd - 1 ? c10_retain(o) : c10_empty_like(self);
+            r = dst ? roll_dim(dst, cur, dims[k], sh) : -1;
+            c10_release(cur);
+            cur = dst;
+        }
+        c10_release(cur);
+    }
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* t[0]; i: repeats (ni >= ndim) */
+int fwd_repeat(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    int nr = a->ni, lead = nr - self->ndim;
+    if (lead < 0)
+        return c10_error_int("repeat: Number of dimensions of repeat dims can not be smaller than number of "
+                             "dimensions of tensor");
+    if (nr > CT_MAX_DIMS) return c10_error_int("repeat: at most %d dimensions", CT_MAX_DIMS);
+    int64_t sizes[CT_MAX_DIMS];
+    for (int d = 0; d < nr; d++) {
+        int64_t s = d < lead ? 1 : self->sizes[d - lead];
+        if (a->i[d] < 0) {
+            int64_t bad[CT_MAX_DIMS];
+            for (int e = 0; e < nr; e++) bad[e] = (e < lead ? 1 : self->sizes[e - lead]) * a->i[e];
+            return c10_error_int("repeat: Trying to create tensor with negative dimension %lld: %s",
+                                 (long long)bad[d], c10_shape_str(bad, nr));
+        }
+        sizes[d] = s * a->i[d];
+    }
+    TensorImpl *o = c10_empty(sizes, nr, self->dtype, self->device);
+    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    if (2 * nr > CT_MAX_DIMS) { /* one row of repeats at a time */
+        c10_release(o);
+        return c10_error_int("repeat: at most %d dimensions", CT_MAX_DIMS / 2);
+    }
+    /* o viewed as [r0, s0, r1, s1, ...]; self viewed with stride 0 on the r dims */
+    int64_t vs[CT_MAX_DIMS], ost[CT_MAX_DIMS], sst[CT_MAX_DIMS];
+    int64_t acc = 1;
+    for (int d = nr - 1; d >= 0; d--) {
+        int64_t s = d < lead ? 1 : self->sizes[d - lead];
+        vs[2 * d] = a->i[d];
+        vs[2 * d + 1] = s;
+        ost[2 * d + 1] = acc;
+        ost[2 * d] = acc * s;
+        acc *= s * a->i[d];
+        sst[2 * d] = 0;
+        sst[2 * d + 1] = d < lead ? 0 : self->strides[d - lead];
+    }
+    TensorImpl *ov = c10_make(o->storage, vs, ost, 2 * nr, 0, o->dtype);
+    TensorImpl *sv = c10_make(self->storage, vs, sst, 2 * nr, self->offset, self->dtype);
+    int r = ov && sv ? copy_into(ov, sv) : -1;
+    c10_release(ov);
+    c10_release(sv);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* t[0]; i: diagonal. op OP_tril or OP_triu */
+static int tri(const char *name, bool lower, const OpArgs *a, TensorImpl **out) {
+    TensorImpl *self = a->t[0];
+    if (self->ndim < 2) {
+        c10_wrap_dim(-2, self->ndim);
+        return c10_error_int("%s: %s", name, ct_last_error());
+    }
+    TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    if (copy_into(o, self) < 0) {
+        c10_release(o);
+        return -1;
+    }
+    int64_t R = self->sizes[self->ndim - 2], C = self->sizes[self->ndim - 1], k = a->i[0];
+    int64_t mats = o->numel / (R * C);
+    size_t es = c10_elsize[o->dtype];
+    char *d = c10_data(o);
+#pragma omp parallel for if (o->numel > GRAIN)
+    for (int64_t m = 0; m < mats; m++)
+        for (int64_t i = 0; i < R; i++) {
+            char *row = d + (size_t)((m * R + i) * C) * es;
+            if (lower) { /* keep j - i <= k: zero j >= i + k + 1 */
+                int64_t j0 = i + k + 1;
+                if (j0 < 0) j0 = 0;
+                if (j0 < C) memset(row + (size_t)j0 * es, 0, (size_t)(C - j0) * es);
+            } else { /* keep j - i >= k: zero j < i + k */
+                int64_t j1 = i + k;
+                if (j1 > C) j1 = C;
+                if (j1 > 0) memset(row, 0, (size_t)j1 * es);
+            }
+        }
+    out[0] = o;
+    return 1;
+}
+int fwd_tril(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return tri("tril", true, a, out);
+}
+int fwd_triu(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return tri("triu", false, a, out);
+}
+
+/* t[0]; i: pad[npad] (last dim first: left, right, then the one before ...); s[0]: value */
+int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    int np = a->ni;
+    if (np % 2) return c10_error_int("pad: Padding length must be divisible by 2");
+    if (np / 2 > self->ndim) return c10_error_int("pad: Padding length too large");
+    int64_t sizes[CT_MAX_DIMS];
+    memcpy(sizes, self->sizes, sizeof sizes);
+    for (int k = 0; k < np / 2; k++) {
+        int d = self->ndim - 1 - k;
+        sizes[d] = self->sizes[d] + a->i[2 * k] + a->i[2 * k + 1];
+        if (sizes[d] < 0)
+            return c10_error_int("pad: The input size %lld, plus negative padding %lld and %lld resulted in a negative "
+                                 "output size, which is invalid. Check dimension %d of your input.",
+                                 (long long)self->sizes[d], (long long)a->i[2 * k], (long long)a->i[2 * k + 1], d);
+    }
+    TensorImpl *o = c10_full(sizes, self->ndim, a->s[0], self->dtype, self->device);
+    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    TensorImpl *dv = c10_alias(o), *sv = c10_alias(self);
+    bool empty = false;
+    for (int k = 0; k < np / 2 && dv && sv && !empty; k++) {
+        int d = self->ndim - 1 - k;
+        int64_t lo = a->i[2 * k], hi = a->i[2 * k + 1];
+        int64_t s0 = lo < 0 ? -lo : 0, s1 = self->sizes[d] - (hi < 0 ? -hi : 0);
+        if (s1 <= s0) {
+            empty = true;
+            break;
+        }
+        int64_t d0 = lo > 0 ? lo : 0;
+        TensorImpl *a1 = c10_narrow(dv, d, d0, s1 - s0), *b1 = c10_narrow(sv, d, s0, s1 - s0);
+        c10_release(dv);
+        c10_release(sv);
+        dv = a1;
+        sv = b1;
+    }
+    int r = (dv && sv) ? (empty ? 0 : copy_into(dv, sv)) : -1;
+    c10_release(dv);
+    c10_release(sv);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* --------------------------------------------------------- sort and topk */
+
+/* Stable merge sort of idx[0..n) by key; NaN is largest (ascending: last). */
+#define SORT_K(D, ST, CT, LD, SV)                                                \
+    static void sort_##ST##_##CT(const char *src_, int64_t n, int64_t stride, bool desc, CT *keys, int64_t *idx, \
+                                 int64_t *tmp) {                                 \
+        const ST *src = (const ST *)src_;                                        \
+        for (int64_t i = 0; i < n; i++) {                                        \
+            keys[i] = (CT)LD(src[i * stride]);                                   \
+            idx[i] = i;                                                          \
+        }                                                                        \
+        for (int64_t w = 1; w < n; w *= 2) {                                     \
+            for (int64_t lo = 0; lo < n; lo += 2 * w) {                          \
+                int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n; \
+                int64_t i = lo, j = mid, k = lo;                                 \
+                while (i < mid && j < hi) {                                      \
+                    CT x = keys[idx[j]], y = keys[idx[i]];                       \
+                    /* take from the right only when strictly before */          \
+                    bool before = desc ? ((x > y) || (x != x && y == y)) : ((x < y) || (y != y && x == x)); \
+                    tmp[k++] = before ? idx[j++] : idx[i++];                     \
+                }                                                                \
+                while (i < mid) tmp[k++] = idx[i++];                             \
+                while (j < hi) tmp[k++] = idx[j++];                              \
+            }                                                                    \
+            memcpy(idx, tmp, sizeof(int64_t) * (size_t)n);                       \
+        }                                                                        \
+    }
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wtautological-compare"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wtautological-compare"
+#endif
+FOR_DTYPES_TOK(SORT_K)
+
+/* Sorts every slice of self along dim; writes the first k of each to values
+ * and indices (contiguous, shaped like self with size k at dim). */
+static int sort_slices(const TensorImpl *self, int dim, bool desc, int64_t k, TensorImpl *values, TensorImpl *indices) {
+    int64_t n = self->ndim ? self->sizes[dim] : 1;
+    int64_t outer = self->ndim ? prod(self->sizes, dim) : 1;
+    int64_t inner = self->ndim ? prod(self->sizes + dim + 1, self->ndim - dim - 1) : 1;
+    TensorImpl *c = at_contiguous(self);
+    if (!c) return -1;
+    size_t es = c10_elsize[self->dtype];
+    const char *s = c10_data(c);
+    char *vd = c10_data(values);
+    int64_t *id = (int64_t *)c10_data(indices);
+    int64_t slices = outer * inner;
+    ct_dtype dt = self->dtype;
+    int fail = 0;
+#pragma omp parallel if (slices * n > GRAIN && slices > 1)
+    {
+        double *keys = malloc(sizeof(double) * (size_t)(n ? n : 1) + 8);
+        int64_t *idx = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        int64_t *tmp = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        if (!keys || !idx || !tmp) {
+#pragma omp atomic write
+            fail = 1;
+        }
+#pragma omp for
+        for (int64_t sl = 0; sl < slices; sl++) {
+            if (!keys || !idx || !tmp) continue;
+            int64_t o = sl / inner, i = sl % inner;
+            const char *base = s + (size_t)(o * n * inner + i) * es;
+            switch (dt) {
+#define SORT_CASE(D, ST, CT, LD, SV)                                             \
+    case D: sort_##ST##_##CT(base, n, inner, desc, (CT *)(void *)keys, idx, tmp); break;
+                FOR_DTYPES_TOK(SORT_CASE)
+            }
+            char *vb = vd + (size_t)(o * k * inner + i) * es;
+            int64_t *ib = id + o * k * inner + i;
+            ELSIZE_SWITCH(es, {
+                const E *sb = (const E *)base;
+                E *vv = (E *)vb;
+                for (int64_t j = 0; j < k; j++) {
+                    vv[j * inner] = sb[idx[j] * inner];
+                    ib[j * inner] = idx[j];
+                }
+            })
+        }
+        free(keys);
+        free(idx);
+        free(tmp);
+    }
+    c10_release(c);
+    if (fail) return c10_error_int("out of memory");
+    return 0;
+}
+
+/* t[0]; i: dim, descending, stable -> out[0] values, out[1] indices (int64) */
+int fwd_sort(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    int dim = c10_wrap_dim(a->i[0], self->ndim);
+    if (dim < 0) return c10_error_int("sort: %s", ct_last_error());
+    out[0] = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+    out[1] = out[0] ? c10_empty(self->sizes, self->ndim, CT_INT64, self->device) : NULL;
+    if (!out[1]) return -1;
+    if (self->device == CT_META || self->numel == 0) return 2;
+    int64_t n = self->ndim ? self->sizes[dim] : 1;
+    return sort_slices(self, dim, a->i[1] != 0, n, out[0], out[1]) < 0 ? -1 : 2;
+}
+
+/* t[0]; i: k, dim, largest, sorted -> out[0] values, out[1] indices */
+int fwd_topk(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    int dim = c10_wrap_dim(a->i[1], self->ndim);
+    if (dim < 0) return c10_error_int("topk: %s", ct_last_error());
+    int64_t k = a->i[0], n = self->ndim ? self->sizes[dim] : 1;
+    if (k < 0 || k > n) return c10_error_int("topk: selected index k out of range");
+    int64_t sizes[CT_MAX_DIMS];
+    memcpy(sizes, self->sizes, sizeof sizes);
+    if (self->ndim) sizes[dim] = k;
+    out[0] = c10_empty(sizes, self->ndim, self->dtype, self->device);
+    out[1] = out[0] ? c10_empty(sizes, self->ndim, CT_INT64, self->device) : NULL;
+    if (!out[1]) return -1;
+    if (self->device == CT_META || out[0]->numel == 0) return 2;
+    return sort_slices(self, dim, a->i[2] != 0, k, out[0], out[1]) < 0 ? -1 : 2;
+}
+
+/* --------------------------------------------------- one_hot, embedding */
+
+/* t[0] (int64); i: num_classes (-1: max + 1) */
+int fwd_one_hot(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    if (self->dtype != CT_INT64) return c10_error_int("one_hot: one_hot is only applicable to index tensor.");
+    int64_t nc = a->i[0];
+    if (self->ndim + 1 > CT_MAX_DIMS) return c10_error_int("one_hot: too many dimensions");
+    if (self->device == CT_META) {
+        if (nc < 0) return c10_error_int("one_hot: num_classes must be given on the meta device");
+    } else {
+        if (self->numel == 0 && nc < 0)
+            return c10_error_int("one_hot: Can not infer total number of classes from empty tensor.");
+    }
+    TensorImpl *c = self->device == CT_META ? NULL : at_contiguous(self);
+    if (self->device != CT_META && !c) return -1;
+    const int64_t *p = c ? ldata(c) : NULL;
+    int64_t mx = -1, mn = 0;
+    for (int64_t k = 0; c && k < c->numel; k++) {
+        if (p[k] > mx) mx = p[k];
+        if (p[k] < mn) mn = p[k];
+    }
+    if (c && c->numel && mn < 0) {
+        c10_release(c);
+        return c10_error_int("one_hot: Class values must be non-negative.");
+    }
+    if (nc < 0) nc = mx + 1;
+    else if (c && mx >= nc) {
+        c10_release(c);
+        return c10_error_int("one_hot: Class values must be smaller than num_classes.");
+    }
+    int64_t sizes[CT_MAX_DIMS];
+    memcpy(sizes, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
+    sizes[self->ndim] = nc;
+    TensorImpl *o = c10_full(sizes, self->ndim + 1, 0, CT_INT64, self->device);
+    if (o && c) {
+        int64_t *d = (int64_t *)c10_data(o);
+        for (int64_t k = 0; k < c->numel; k++) d[k * nc + p[k]] = 1;
+    }
+    c10_release(c);
+    return (out[0] = o) ? 1 : -1;
+}
+
+static int emb_check(const TensorImpl *weight, const TensorImpl *indices) {
+    if (indices->dtype != CT_INT64 && indices->dtype != CT_INT32)
+        return c10_error_int("embedding: Expected tensor for argument #1 'indices' to have one of the following "
+                             "scalar types: Long, Int; but got torch.%sTensor instead (while checking arguments for "
+                             "embedding)",
+                             c10_dtype_cname(indices->dtype));
+    if (weight && weight->ndim != 2) return c10_error_int("embedding: 'weight' must be 2-D");
+    if (indices->ndim + 1 > CT_MAX_DIMS) return c10_error_int("embedding: too many dimensions");
+    return 0;
+}
+
+/* t[0] weight [N, D], t[1] indices (int64/int32, any shape); i: padding_idx (-1: none) */
+int fwd_embedding(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *w = a->t[0], *indices = a->t[1];
+    if (!same_device("embedding", w, indices) || emb_check(w, indices) < 0) return -1;
+    int64_t N = w->sizes[0], D = w->sizes[1];
+    if (a->i[0] < -1 || a->i[0] >= N) return c10_error_int("embedding: Padding_idx must be within num_embeddings");
+    int64_t sizes[CT_MAX_DIMS];
+    memcpy(sizes, indices->sizes, sizeof(int64_t) * (size_t)indices->ndim);
+    sizes[indices->ndim] = D;
+    TensorImpl *o = c10_empty(sizes, indices->ndim + 1, w->dtype, w->device);
+    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    TensorImpl *idx = as_long(indices), *wc = idx ? at_contiguous(w) : NULL;
+    int r = wc ? check_range("embedding", ldata(idx), idx->numel, N, false, -1) : -1;
+    if (r == 0) {
+        const int64_t *ip = ldata(idx);
+        size_t row = (size_t)D * c10_elsize[w->dtype];
+        const char *s = c10_data(wc);
+        char *d = c10_data(o);
+        int64_t n = idx->numel;
+#pragma omp parallel for if (n * D > GRAIN)
+        for (int64_t k = 0; k < n; k++) memcpy(d + (size_t)k * row, s + (size_t)ip[k] * row, row);
+    }
+    c10_release(idx);
+    c10_release(wc);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* t[0] grad [..., D], t[1] indices; i: num_weights, padding_idx (-1: none).
+ * The gradient of embedding's weight: rows of grad summed at their index. */
+int fwd_embedding_backward(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *g = a->t[0], *indices = a->t[1];
+    if (!same_device("embedding_backward", g, indices) || emb_check(NULL, indices) < 0) return -1;
+    int64_t N = a->i[0], pad = a->i[1], D = g->ndim ? g->sizes[g->ndim - 1] : 1;
+    if (g->ndim != indices->ndim + 1 || g->numel != indices->numel * D)
+        return c10_error_int("embedding_backward: grad %s does not match indices %s",
+                             c10_shape_str(g->sizes, g->ndim), c10_shape_str(indices->sizes, indices->ndim));
+    int64_t sizes[2] = {N, D};
+    TensorImpl *o = c10_full(sizes, 2, 0, g->dtype, g->device);
+    if (!o || o->device == CT_META || indices->numel == 0 || D == 0) return (out[0] = o) ? 1 : -1;
+    TensorImpl *idx = as_long(indices), *gc = NULL;
+    int r = idx ? check_range("embedding_backward", ldata(idx), idx->numel, N, false, -1) : -1;
+    if (r == 0) {
+        /* drop the padding rows by pointing them at nothing: filter indices */
+        int64_t n = idx->numel, m = 0;
+        int64_t *keep = malloc(sizeof(int64_t) * (size_t)n), *rows = malloc(sizeof(int64_t) * (size_t)n);
+        gc = at_contiguous(g);
+        if (!keep || !rows || !gc) r = gc ? c10_error_int("out of memory") : -1;
+        else {
+            const int64_t *ip = ldata(idx);
+            for (int64_t k = 0; k < n; k++)
+                if (ip[k] != pad) {
+                    keep[m] = ip[k];
+                    rows[m++] = k;
+                }
+            /* accumulate row by row, in order (deterministic) */
+            int64_t gs[2] = {m, D};
+            TensorImpl *packed = c10_empty(gs, 2, g->dtype, CT_CPU);
+            if (!packed) r = -1;
+            else {
+                size_t row = (size_t)D * c10_elsize[g->dtype];
+                for (int64_t k = 0; k < m; k++)
+                    memcpy((char *)c10_data(packed) + (size_t)k * row, (const char *)c10_data(gc) + (size_t)rows[k] * row,
+                           row);
+                if (m) index_add_k[o->dtype](c10_data(o), c10_data(packed), keep, 1, N, m, D, 1.0);
+                c10_release(packed);
+            }
+        }
+        free(keep);
+        free(rows);
+    }
+    c10_release(idx);
+    c10_release(gc);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* ----------------------------------------------- elementwise: ew kernels */
+
+#define EW_DTYPES(X)                                                             \
+    X(b8, bool) X(u8, uint8_t) X(i8, int8_t) X(i16, int16_t) X(i32, int32_t) X(i64, int64_t) \
+    X(f32, float) X(f64, double)
+#define EW_FLOATS(X) X(f32, float) X(f64, double)
+#define KT_ALL(name) {[CT_BOOL] = name##_b8, [CT_UINT8] = name##_u8, [CT_INT8] = name##_i8, [CT_INT16] = name##_i16, \
+                      [CT_INT32] = name##_i32, [CT_INT64] = name##_i64, [CT_FLOAT32] = name##_f32,              \
+                      [CT_FLOAT64] = name##_f64}
+#define KT_FLOAT(name) {[CT_FLOAT32] = name##_f32, [CT_FLOAT64] = name##_f64}
+
+/* where: p[1] cond (as T), p[2] a, p[3] b */
+#define WHERE_K(S, T)                                                            \
+    static void k_where_##S(int64_t n, char **p, const double *s) {              \
+        (void)s;                                                                 \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict c = (const T *)p[1], *restrict x = (const T *)p[2], *restrict y = (const T *)p[3]; \
+        for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i];               \
+    }
+EW_DTYPES(WHERE_K)
+static const KernelTable k_where = KT_ALL(k_where);
+
+/* masked_fill: p[1] self, p[2] mask (as T); s[0] value */
+#define MFILL_K(S, T)                                                            \
+    static void k_mfill_##S(int64_t n, char **p, const double *s) {              \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict x = (const T *)p[1], *restrict m = (const T *)p[2];    \
+        T v = (T)s[0];                                                           \
+        for (int64_t i = 0; i < n; i++) o[i] = m[i] ? v : x[i];                  \
+    }
+EW_DTYPES(MFILL_K)
+static const KernelTable k_mfill = KT_ALL(k_mfill);
+
+/* clamp with scalars: s[0] min, s[1] max (NaN: none); NaN inputs propagate */
+#define CLAMP_K(S, T)                                                            \
+    static void k_clamp_##S(int64_t n, char **p, const double *s) {              \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict x = (const T *)p[1];                                   \
+        bool hl = s[0] == s[0], hh = s[1] == s[1];                               \
+        T lo = hl ? (T)s[0] : 0, hi = hh ? (T)s[1] : 0;                          \
+        if (hl && hh)                                                            \
+            for (int64_t i = 0; i < n; i++) {                                    \
+                T v = x[i];                                                      \
+                v = v < lo ? lo : v;                                             \
+                v = v > hi ? hi : v;                                             \
+                o[i] = x[i] != x[i] ? x[i] : v;                                  \
+            }                                                                    \
+        else if (hl)                                                             \
+            for (int64_t i = 0; i < n; i++) o[i] = x[i] < lo ? lo : x[i];        \
+        else                                                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = x[i] > hi ? hi : x[i];        \
+    }
+EW_DTYPES(CLAMP_K)
+static const KernelTable k_clamp = KT_ALL(k_clamp);
+
+/* clamp with tensors: p[1] x, p[2] min, p[3] max; NaN anywhere gives NaN.
+ * variant lo-only and hi-only take p[2] as the bound. */
+#define CLAMPT_K(S, T)                                                           \
+    static void k_clampt_##S(int64_t n, char **p, const double *s) {             \
+        (void)s;                                                                 \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict x = (const T *)p[1], *restrict lo = (const T *)p[2], *restrict hi = (const T *)p[3]; \
+        for (int64_t i = 0; i < n; i++) {                                        \
+            T v = x[i] < lo[i] ? lo[i] : x[i];                                   \
+            v = v > hi[i] ? hi[i] : v;                                           \
+            o[i] = x[i] != x[i] ? x[i] : lo[i] != lo[i] ? lo[i] : hi[i] != hi[i] ? hi[i] : v; \
+        }                                                                        \
+    }                                                                            \
+    static void k_clampmin_##S(int64_t n, char **p, const double *s) {           \
+        (void)s;                                                                 \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict x = (const T *)p[1], *restrict b = (const T *)p[2];    \
+        for (int64_t i = 0; i < n; i++)                                          \
+            o[i] = x[i] != x[i] ? x[i] : b[i] != b[i] ? b[i] : x[i] < b[i] ? b[i] : x[i]; \
+    }                                                                            \
+    static void k_clampmax_##S(int64_t n, char **p, const double *s) {           \
+        (void)s;                                                                 \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict x = (const T *)p[1], *restrict b = (const T *)p[2];    \
+        for (int64_t i = 0; i < n; i++)                                          \
+            o[i] = x[i] != x[i] ? x[i] : b[i] != b[i] ? b[i] : x[i] > b[i] ? b[i] : x[i]; \
+    }
+EW_DTYPES(CLAMPT_K)
+static const KernelTable k_clampt = KT_ALL(k_clampt);
+static const KernelTable k_clampmin = KT_ALL(k_clampmin);
+static const KernelTable k_clampmax = KT_ALL(k_clampmax);
+
+/* lerp: p[1] self, p[2] end, p[3] weight (or s[0]) */
+#define LERP_K(S, T)                                                             \
+    static void k_lerp_##S(int64_t n, char **p, const double *s) {               \
+        (void)s;                                                                 \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict w = (const T *)p[3]; \
+        for (int64_t i = 0; i < n; i++)                                          \
+            o[i] = (w[i] < (T)0.5 && w[i] > (T)-0.5) ? a[i] + w[i] * (b[i] - a[i]) : b[i] - (b[i] - a[i]) * (1 - w[i]); \
+    }                                                                            \
+    static void k_lerps_##S(int64_t n, char **p, const double *s) {              \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2];    \
+        T w = (T)s[0];                                                           \
+        if (w < (T)0.5 && w > (T)-0.5)                                           \
+            for (int64_t i = 0; i < n; i++) o[i] = a[i] + w * (b[i] - a[i]);     \
+        else                                                                     \
+            for (int64_t i = 0; i < n; i++) o[i] = b[i] - (b[i] - a[i]) * (1 - w); \
+    }
+EW_FLOATS(LERP_K)
+static const KernelTable k_lerp = KT_FLOAT(k_lerp);
+static const KernelTable k_lerps = KT_FLOAT(k_lerps);
+
+/* addcmul / addcdiv: p[1] self, p[2] t1, p[3] t2; s[0] value */
+#define ADDC_K(S, T)                                                             \
+    static void k_addcmul_##S(int64_t n, char **p, const double *s) {            \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict c = (const T *)p[3]; \
+        T v = (T)s[0];                                                           \
+        for (int64_t i = 0; i < n; i++) o[i] = (T)(a[i] + v * b[i] * c[i]);      \
+    }
+EW_DTYPES(ADDC_K)
+static const KernelTable k_addcmul = KT_ALL(k_addcmul);
+#define ADDCDIV_K(S, T)                                                          \
+    static void k_addcdiv_##S(int64_t n, char **p, const double *s) {            \
+        T *restrict o = (T *)p[0];                                               \
+        const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict c = (const T *)p[3]; \
+        T v = (T)s[0];                                                           \
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] + v * b[i] / c[i];           \
+    }
+EW_FLOATS(ADDCDIV_K)
+static const KernelTable k_addcdiv = KT_FLOAT(k_addcdiv);
+
+static int ew(const char *name, int nin, TensorImpl *const *in, ct_dtype result, const KernelTable kt,
+              const double *s, TensorImpl *dst, TensorImpl **out) {
+    ct_dtype compute = c10_opmath(result);
+    ew_kernel k = kt[compute];
+    if (!k) return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(result));
+    ElementwiseSpec spec = {name, nin, compute, compute, result};
+    TensorImpl *o = dst;
+    if (ew_run(&spec, in, &o, k, s) < 0) return -1;
+    out[0] = dst ? c10_retain(o) : o;
+    return 1;
+}
+
+/* t[0] cond (bool), t[1] a, t[2] b */
+int fwd_where(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    if (a->t[0]->dtype != CT_BOOL && a->t[0]->dtype != CT_UINT8)
+        return c10_error_int("where: where expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                             c10_dtype_cname(a->t[0]->dtype));
+    PromoteState st = {0};
+    promote_add_tensor(&st, a->t[1]);
+    promote_add_tensor(&st, a->t[2]);
+    TensorImpl *in[3] = {a->t[0], a->t[1], a->t[2]};
+    return ew("where", 3, in, promote_result(&st), k_where, a->s, NULL, out);
+}
+
+/* t[0] self, t[1] mask (bool); s[0] value. dst: in place (masked_fill_) */
+int fwd_masked_fill(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *mask = a->t[1];
+    if (mask->dtype != CT_BOOL)
+        return c10_error_int("masked_fill: masked_fill only supports boolean masks, but got mask with dtype %s",
+                             lower_name(mask->dtype));
+    if (!same_device("masked_fill", self, mask)) return -1;
+    TensorImpl *in[2] = {self, mask};
+    if (self->dtype == CT_BOOL || !c10_is_float(self->dtype)) {
+        /* the value converts to self's dtype (truncation), as PyTorch's fill does */
+        double v[1] = {a->s[0]};
+        if (self->dtype == CT_BOOL) v[0] = a->s[0] != 0;
+        else v[0] = trunc(a->s[0]);
+        return ew("masked_fill", 2, in, self->dtype, k_mfill, v, a->dst, out);
+    }
+    return ew("masked_fill", 2, in, self->dtype, k_mfill, a->s, a->dst, out);
+}
+
+/* t[0] self; s[0] min, s[1] max (NaN: no bound) */
+int fwd_clamp(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0];
+    bool hl = a->s[0] == a->s[0], hh = a->s[1] == a->s[1];
+    if (!hl && !hh) return c10_error_int("clamp: torch.clamp: At least one of 'min' or 'max' must not be None");
+    if (self->dtype == CT_BOOL) return c10_error_int("\"clamp\" not implemented for 'Bool'");
+    PromoteState st = {0};
+    promote_add_tensor(&st, self);
+    if (hl) promote_add_scalar(&st, a->s[0]);
+    if (hh) promote_add_scalar(&st, a->s[1]);
+    TensorImpl *in[1] = {self};
+    return ew("clamp", 1, in, promote_result(&st), k_clamp, a->s, a->dst, out);
+}
+
+/* t[0] self, t[1] min (NULL: none), t[2] max (NULL: none) */
+int fwd_clamp_tensor(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *lo = a->t[1], *hi = a->t[2];
+    if (!lo && !hi) return c10_error_int("clamp: torch.clamp: At least one of 'min' or 'max' must not be None");
+    PromoteState st = {0};
+    promote_add_tensor(&st, self);
+    if (lo) promote_add_tensor(&st, lo);
+    if (hi) promote_add_tensor(&st, hi);
+    ct_dtype r = promote_result(&st);
+    if (r == CT_BOOL) return c10_error_int("\"clamp\" not implemented for 'Bool'");
+    if (lo && hi) {
+        TensorImpl *in[3] = {self, lo, hi};
+        return ew("clamp", 3, in, r, k_clampt, a->s, NULL, out);
+    }
+    TensorImpl *in[2] = {self, lo ? lo : hi};
+    return ew("clamp", 2, in, r, lo ? k_clampmin : k_clampmax, a->s, NULL, out);
+}
+
+static int lerp_check(const TensorImpl *self, const TensorImpl *end, const TensorImpl *w) {
+    if (end->dtype != self->dtype)
+        return c10_error_int("lerp: expected dtype %s for `end` but got dtype %s", lower_name(self->dtype),
+                             lower_name(end->dtype));
+    if (w && w->dtype != self->dtype)
+        return c10_error_int("lerp: expected dtype %s for `weight` but got dtype %s", lower_name(self->dtype),
+                             lower_name(w->dtype));
+    return 0;
+}
+
+/* t[0] self, t[1] end, t[2] weight */
+int fwd_lerp(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    if (lerp_check(a->t[0], a->t[1], a->t[2]) < 0) return -1;
+    if (!c10_is_float(a->t[0]->dtype))
+        return c10_error_int("\"lerp_kernel_tensor\" not implemented for '%s'", c10_dtype_cname(a->t[0]->dtype));
+    TensorImpl *in[3] = {a->t[0], a->t[1], a->t[2]};
+    return ew("lerp", 3, in, a->t[0]->dtype, k_lerp, a->s, NULL, out);
+}
+
+/* t[0] self, t[1] end; s[0] weight */
+int fwd_lerp_scalar(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    if (lerp_check(a->t[0], a->t[1], NULL) < 0) return -1;
+    if (!c10_is_float(a->t[0]->dtype))
+        return c10_error_int("\"lerp_kernel_scalar\" not implemented for '%s'", c10_dtype_cname(a->t[0]->dtype));
+    TensorImpl *in[2] = {a->t[0], a->t[1]};
+    return ew("lerp", 2, in, a->t[0]->dtype, k_lerps, a->s, NULL, out);
+}
+
+static ct_dtype promote3(const OpArgs *a) {
+    PromoteState st = {0};
+    for (int k = 0; k < 3; k++) promote_add_tensor(&st, a->t[k]);
+    return promote_result(&st);
+}
+
+/* t[0] self, t[1] tensor1, t[2] tensor2; s[0] value */
+int fwd_addcmul(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ct_dtype r = promote3(a);
+    if (r == CT_BOOL) return c10_error_int("\"addcmul_cpu_out\" not implemented for 'Bool'");
+    double v[1] = {c10_is_float(r) ? a->s[0] : trunc(a->s[0])};
+    TensorImpl *in[3] = {a->t[0], a->t[1], a->t[2]};
+    return ew("addcmul", 3, in, r, k_addcmul, v, NULL, out);
+}
+
+/* t[0] self, t[1] tensor1, t[2] tensor2; s[0] value */
+int fwd_addcdiv(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    if (c10_is_integral(a->t[1]->dtype, true) && c10_is_integral(a->t[2]->dtype, true))
+        return c10_error_int(
+            "addcdiv: Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
+            "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + "
+            "value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+    ct_dtype r = promote3(a);
+    TensorImpl *in[3] = {a->t[0], a->t[1], a->t[2]};
+    return ew("addcdiv", 3, in, r, k_addcdiv, a->s, NULL, out);
+}

@@ -1,0 +1,333 @@
+/* iter.c: the elementwise engine, after PyTorch's TensorIterator.
+ *
+ *   1. broadcast the inputs' shapes; allocate the output in the layout of the
+ *      inputs (a transposed input gives a transposed output, as in PyTorch) or
+ *      check the given output (in-place and out= forms);
+ *   2. reorder dimensions so that the one with the smallest output stride is
+ *      innermost, then coalesce dimensions that are contiguous with each other
+ *      in every operand (a contiguous add becomes one 1-d loop);
+ *   3. split the elements over OpenMP threads above a grain size;
+ *   4. walk each thread's range along the inner dimension. Operands that are
+ *      contiguous and of the kernel's dtype are passed straight to the kernel;
+ *      the others (strided, broadcast, another dtype) are gathered into small
+ *      per-thread buffers first, and the output scattered back.
+ * Kernels therefore only ever see contiguous arrays of one dtype: plain loops
+ * the compiler vectorises. The kernel is chosen once per call. */
+#include "ops/ops.h"
+#include <stdio.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define CHUNK 2048               /* elements per buffered step */
+#define GRAIN 32768              /* below this many elements, one thread */
+#define MAXOPS 5                 /* output + 4 inputs */
+
+typedef struct {
+    int nops, ndim;
+    int64_t shape[CT_MAX_DIMS];           /* dim 0 innermost */
+    int64_t stride[MAXOPS][CT_MAX_DIMS];  /* bytes */
+    char *data[MAXOPS];
+    ct_dtype dtype[MAXOPS];               /* operands' storage dtypes */
+    ct_dtype want[MAXOPS];                /* the dtypes the kernel sees */
+} Plan;
+
+/* ---- type promotion: PyTorch's ResultTypeState ---- */
+
+ct_dtype scalar_dtype(double v) {
+    return (v == (double)(int64_t)v && v > -9.2e18 && v < 9.2e18) ? CT_INT64 : CT_FLOAT32;
+}
+
+static void update(ct_dtype *slot, bool *has, ct_dtype d) {
+    *slot = *has ? c10_promote(*slot, d) : d;
+    *has = true;
+}
+
+void promote_add_tensor(PromoteState *st, const TensorImpl *t) {
+    if (t->is_wrapped_number) {
+        /* a wrapped float counts as the default dtype, float32 */
+        update(&st->wrapped, &st->has_wrapped, c10_is_float(t->dtype) ? CT_FLOAT32 : t->dtype);
+    } else if (t->ndim == 0) {
+        update(&st->zero, &st->has_zero, t->dtype);
+    } else {
+        update(&st->dim, &st->has_dim, t->dtype);
+    }
+}
+
+void promote_add_scalar(PromoteState *st, double v) { update(&st->wrapped, &st->has_wrapped, scalar_dtype(v)); }
+
+static int category(ct_dtype d) { return d == CT_BOOL ? 0 : c10_is_float(d) ? 2 : 1; }
+
+/* combine_categories(higher, lower) from ATen/native/TypeProperties.cpp */
+static ct_dtype combine(ct_dtype higher, bool has_higher, ct_dtype lower, bool has_lower, bool *has) {
+    *has = has_higher || has_lower;
+    if (!has_higher) return lower;
+    if (!has_lower) return higher;
+    if (c10_is_float(higher)) return higher;
+    if (higher == CT_BOOL || c10_is_float(lower)) return c10_promote(higher, lower);
+    return category(lower) > category(higher) ? c10_promote(higher, lower) : higher;
+}
+
+ct_dtype promote_result(const PromoteState *st) {
+    bool h1, h2;
+    ct_dtype zw = combine(st->zero, st->has_zero, st->wrapped, st->has_wrapped, &h1);
+    ct_dtype r = combine(st->dim, st->has_dim, zw, h1, &h2);
+    return h2 ? r : CT_FLOAT32;
+}
+
+ct_dtype ct_result_type(const ct_tensor *a, const ct_tensor *b) {
+    TensorImpl *x = c10_unwrap(a), *y = x ? c10_unwrap(b) : NULL;
+    if (!y) return CT_FLOAT32;
+    PromoteState st = {0};
+    promote_add_tensor(&st, x);
+    promote_add_tensor(&st, y);
+    return promote_result(&st);
+}
+
+bool at_same_device(const char *op, const TensorImpl *a, const TensorImpl *b) {
+    if (a->device == b->device || a->is_wrapped_number || b->is_wrapped_number) return true;
+    c10_error("%s: Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
+              op, a->device == CT_META ? "meta" : "cpu", b->device == CT_META ? "meta" : "cpu");
+    return false;
+}
+
+/* ---- output allocation in the inputs' layout ---- */
+
+/* The permutation that sorts t's dims by decreasing stride (outermost first), or
+ * false when t is contiguous, does not have the full shape, or is ambiguous. */
+static bool layout_of(const TensorImpl *t, const int64_t *shape, int ndim, int *perm) {
+    if (t->ndim != ndim || t->is_contiguous || ndim < 2) return false;
+    for (int i = 0; i < ndim; i++)
+        if (t->sizes[i] != shape[i]) return false;
+    for (int i = 0; i < ndim; i++) perm[i] = i;
+    /* insertion sort, stable: a dim moves outward only when its stride is larger */
+    for (int i = 1; i < ndim; i++) {
+        int d = perm[i], j = i;
+        while (j > 0 && t->strides[perm[j - 1]] < t->strides[d] && t->sizes[d] != 1 &&
+               t->sizes[perm[j - 1]] != 1)
+            perm[j] = perm[j - 1], j--;
+        perm[j] = d;
+    }
+    return true;
+}
+
+static TensorImpl *alloc_output(TensorImpl *const *in, int nin, const int64_t *shape, int ndim, ct_dtype dtype,
+                                ct_device device) {
+    int perm[CT_MAX_DIMS];
+    for (int k = 0; k < nin; k++) {
+        if (!layout_of(in[k], shape, ndim, perm)) continue;
+        int64_t psizes[CT_MAX_DIMS], pstr[CT_MAX_DIMS], strides[CT_MAX_DIMS];
+        for (int i = 0; i < ndim; i++) psizes[i] = shape[perm[i]];
+        TensorImpl *t = c10_empty(psizes, ndim, dtype, device);
+        if (!t) return NULL;
+        memcpy(pstr, t->strides, sizeof pstr);
+        for (int i = 0; i < ndim; i++) strides[perm[i]] = pstr[i];
+        memcpy(t->sizes, shape, (size_t)ndim * sizeof *shape);
+        memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+        c10_refresh(t);
+        return t;
+    }
+    return c10_empty(shape, ndim, dtype, device);
+}
+
+/* ---- planning: broadcast strides, reorder, coalesce ---- */
+
+static void plan_operand(Plan *pl, int k, const TensorImpl *t, int ndim) {
+    int64_t es = (int64_t)c10_elsize[t->dtype];
+    for (int i = 0; i < ndim; i++) {
+        int d = i - (ndim - t->ndim);
+        pl->stride[k][i] = (d < 0 || t->sizes[d] == 1) ? 0 : t->strides[d] * es;
+    }
+    pl->data[k] = c10_data(t);
+    pl->dtype[k] = t->dtype;
+}
+
+static void reorder_and_coalesce(Plan *pl, const int64_t *shape, int ndim) {
+    /* dims sorted by increasing output stride; dim 0 innermost */
+    int order[CT_MAX_DIMS], n = 0;
+    for (int i = ndim - 1; i >= 0; i--) order[n++] = i;
+    for (int i = 1; i < n; i++) {
+        int d = order[i], j = i;
+        while (j > 0 && pl->stride[0][order[j - 1]] > pl->stride[0][d]) order[j] = order[j - 1], j--;
+        order[j] = d;
+    }
+    int64_t sh[CT_MAX_DIMS], st[MAXOPS][CT_MAX_DIMS];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        int d = order[i];
+        if (shape[d] == 1) continue;
+        bool merge = m > 0;
+        for (int k = 0; k < pl->nops && merge; k++)
+            merge = pl->stride[k][d] == st[k][m - 1] * sh[m - 1];
+        if (merge) {
+            sh[m - 1] *= shape[d];
+        } else {
+            sh[m] = shape[d];
+            for (int k = 0; k < pl->nops; k++) st[k][m] = pl->stride[k][d];
+            m++;
+        }
+    }
+    if (m == 0) { /* a single element */
+        sh[0] = 1;
+        for (int k = 0; k < pl->nops; k++) st[k][0] = 0;
+        m = 1;
+    }
+    pl->ndim = m;
+    memcpy(pl->shape, sh, sizeof sh);
+    for (int k = 0; k < pl->nops; k++) memcpy(pl->stride[k], st[k], sizeof st[k]);
+}
+
+/* ---- the loop ---- */
+
+static void gather(char *dst, ct_dtype dd, const char *src, int64_t stride, ct_dtype sd, int64_t n) {
+    int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[dd];
+    if (stride == es) {
+        c10_convert(dst, dd, src, sd, n);
+    } else if (stride == 0) {
+        c10_convert(dst, dd, src, sd, 1);
+        for (int64_t i = 1; i < n; i++) memcpy(dst + i * ed, dst, (size_t)ed);
+    } else if (dd == sd) {
+        switch (es) {
+#define STRIDED(T)                                                                       \
+    for (int64_t i = 0; i < n; i++) ((T *)dst)[i] = *(const T *)(src + i * stride);      \
+    break;
+        case 1: STRIDED(uint8_t)
+        case 2: STRIDED(uint16_t)
+        case 4: STRIDED(uint32_t)
+        default: STRIDED(uint64_t)
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) c10_convert(dst + i * ed, dd, src + i * stride, sd, 1);
+    }
+}
+
+static void scatter(char *dst, ct_dtype dd, int64_t stride, const char *src, ct_dtype sd, int64_t n) {
+    int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[dd];
+    if (stride == ed) {
+        c10_convert(dst, dd, src, sd, n);
+    } else if (dd == sd) {
+        switch (ed) {
+#define SCATTERED(T)                                                                     \
+    for (int64_t i = 0; i < n; i++) *(T *)(dst + i * stride) = ((const T *)src)[i];      \
+    break;
+        case 1: SCATTERED(uint8_t)
+        case 2: SCATTERED(uint16_t)
+        case 4: SCATTERED(uint32_t)
+        default: SCATTERED(uint64_t)
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) c10_convert(dst + i * stride, dd, src + i * es, sd, 1);
+    }
+}
+
+static _Thread_local _Alignas(64) char buffers[MAXOPS][CHUNK * 8];
+
+static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kernel, const double *s) {
+    int64_t idx[CT_MAX_DIMS];
+    int64_t rest = begin;
+    for (int d = 0; d < pl->ndim; d++) {
+        idx[d] = rest % pl->shape[d];
+        rest /= pl->shape[d];
+    }
+    bool direct[MAXOPS], all_direct = true;
+    for (int k = 0; k < pl->nops; k++) {
+        direct[k] = pl->dtype[k] == pl->want[k] && pl->stride[k][0] == (int64_t)c10_elsize[pl->want[k]];
+        all_direct &= direct[k];
+    }
+    char *p[MAXOPS];
+    while (begin < end) {
+        int64_t n = pl->shape[0] - idx[0];
+        if (n > end - begin) n = end - begin;
+        if (!all_direct && n > CHUNK) n = CHUNK;
+        for (int k = 0; k < pl->nops; k++) {
+            char *ptr = pl->data[k];
+            for (int d = 0; d < pl->ndim; d++) ptr += idx[d] * pl->stride[k][d];
+            if (direct[k]) p[k] = ptr;
+            else {
+                p[k] = buffers[k];
+                if (k > 0) gather(buffers[k], pl->want[k], ptr, pl->stride[k][0], pl->dtype[k], n);
+            }
+        }
+        kernel(n, p, s);
+        if (!direct[0]) {
+            char *ptr = pl->data[0];
+            for (int d = 0; d < pl->ndim; d++) ptr += idx[d] * pl->stride[0][d];
+            scatter(ptr, pl->dtype[0], pl->stride[0][0], buffers[0], pl->want[0], n);
+        }
+        begin += n;
+        idx[0] += n;
+        for (int d = 0; d < pl->ndim - 1 && idx[d] == pl->shape[d]; d++) {
+            idx[d] = 0;
+            idx[d + 1]++;
+        }
+    }
+}
+
+static void run_plan(const Plan *pl, int64_t numel, ew_kernel kernel, const double *s) {
+#ifdef _OPENMP
+    int nt = numel >= GRAIN && !omp_in_parallel() ? omp_get_max_threads() : 1;
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        {
+            int id = omp_get_thread_num(), n = omp_get_num_threads();
+            int64_t lo = numel * id / n, hi = numel * (id + 1) / n;
+            run_range(pl, lo, hi, kernel, s);
+        }
+        return;
+    }
+#endif
+    run_range(pl, 0, numel, kernel, s);
+}
+
+int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out, ew_kernel kernel,
+           const double *s) {
+    int64_t shape[CT_MAX_DIMS];
+    int ndim = 0;
+    if (*out) { /* in-place and out=: the inputs broadcast to the output's shape */
+        ndim = (*out)->ndim;
+        memcpy(shape, (*out)->sizes, sizeof(int64_t) * (size_t)ndim);
+    }
+    for (int k = 0; k < spec->ninputs; k++) {
+        if (k && !at_same_device(spec->op, in[0], in[k])) return -1;
+        int n = c10_broadcast_shape(shape, ndim, in[k]->sizes, in[k]->ndim, shape);
+        if (n < 0) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            return c10_error_int("%s: %s", spec->op, msg);
+        }
+        ndim = n;
+    }
+    ct_device device = in[0]->device;
+    for (int k = 1; k < spec->ninputs; k++)
+        if (!in[k]->is_wrapped_number) device = in[k]->device;
+    TensorImpl *o = *out;
+    if (o) {
+        bool same = o->ndim == ndim;
+        for (int i = 0; same && i < ndim; i++) same = o->sizes[i] == shape[i];
+        if (!same)
+            return c10_error_int("%s: output with shape %s doesn't match the broadcast shape %s", spec->op,
+                                 c10_shape_str(o->sizes, o->ndim), c10_shape_str(shape, ndim));
+        if (c10_has_internal_overlap(o))
+            return c10_error_int("%s: unsupported operation: more than one element of the written-to tensor "
+                                 "refers to a single memory location. Please clone() the tensor before "
+                                 "performing the operation.", spec->op);
+    } else {
+        o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype, device);
+        if (!o) return -1;
+    }
+    if (o->device != CT_META && o->numel > 0) {
+        Plan pl;
+        pl.nops = spec->ninputs + 1;
+        plan_operand(&pl, 0, o, ndim);
+        pl.want[0] = spec->out_dtype;
+        for (int k = 0; k < spec->ninputs; k++) {
+            plan_operand(&pl, k + 1, in[k], ndim);
+            pl.want[k + 1] = spec->in_dtype;
+        }
+        reorder_and_coalesce(&pl, shape, ndim);
+        run_plan(&pl, o->numel, kernel, s);
+    }
+    *out = o;
+    return 0;
+}

@@ -1,0 +1,275 @@
+/* elementwise.c: the UNARY and BINARY rows of ops.def: their kernels, one per
+ * compute dtype, stamped out from the row's expression, and their forwards. */
+#include "ops/ops.h"
+#include "ops/kernels/vmath.h"
+#include <math.h>
+#include <stdatomic.h>
+
+/* The rows' expressions are stamped out for every dtype, so some comparisons
+ * are constant for some types (x < 0 on unsigned, x == -1 on bool): fine here. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wtautological-constant-out-of-range-compare"
+#pragma clang diagnostic ignored "-Wtautological-unsigned-zero-compare"
+#pragma clang diagnostic ignored "-Wtautological-constant-compare"
+#pragma clang diagnostic ignored "-Wint-in-bool-context"
+#pragma clang diagnostic ignored "-Wbool-operation"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wtype-limits"
+#pragma GCC diagnostic ignored "-Wbool-compare"
+#pragma GCC diagnostic ignored "-Wint-in-bool-context"
+#endif
+
+typedef float f32;
+typedef double f64;
+typedef int8_t i8;
+typedef int16_t i16;
+typedef int32_t i32;
+typedef int64_t i64;
+typedef uint8_t u8;
+typedef bool b8;
+
+/* Integer division by zero and negative integer powers are errors in PyTorch;
+ * kernels cannot fail, so they raise a flag that the forward checks. */
+static atomic_int int_fault;
+enum { FAULT_ZERO_DIV = 1, FAULT_NEG_POW = 2 };
+static inline int64_t fault(int kind) {
+    atomic_store_explicit(&int_fault, kind, memory_order_relaxed);
+    return 0;
+}
+
+/* ---- scalar helpers used by the expressions in ops.def ---- */
+#define sign_(x) ((x) > 0 ? (T)1 : (x) < 0 ? (T)-1 : (x)) /* NaN and -0 pass through */
+#define gelu_(x) ((T)0.5 * (x) * (1 + erf((x) * (T)M_SQRT1_2)))
+#define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * ((x) + (T)0.044715 * (x) * (x) * (x)))))
+#define softplus_(x, beta, th) ((x) * (beta) > (th) ? (x) : log1p(exp((x) * (beta))) / (beta))
+#define nan_to_num_(x, nan, pinf, ninf) ((x) != (x) ? (nan) : (x) == (T)INFINITY ? (pinf) : (x) == -(T)INFINITY ? (ninf) : (x))
+#define fmaximum_(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) > (y) ? (x) : (y))
+#define fminimum_(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) < (y) ? (x) : (y))
+#define idiv_trunc_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (y) == -1 ? (T)(0 - (uint64_t)(x)) : (T)((x) / (y)))
+#define idiv_floor_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (T)ifloordiv((int64_t)(x), (int64_t)(y)))
+#define iremainder_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (T)iremainder((int64_t)(x), (int64_t)(y)))
+#define ifmod_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (y) == -1 ? (T)0 : (T)((x) % (y)))
+#define ipow_(x, y) ((y) < 0 ? (T)fault(FAULT_NEG_POW) : (T)ipow((int64_t)(x), (int64_t)(y)))
+
+static inline int64_t ifloordiv(int64_t a, int64_t b) {
+    if (b == -1) return (int64_t)(0 - (uint64_t)a);
+    int64_t q = a / b, r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t iremainder(int64_t a, int64_t b) {
+    if (b == -1) return 0;
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+static inline int64_t ipow(int64_t base, int64_t e) {
+    uint64_t result = 1, b = (uint64_t)base;
+    while (e) {
+        if (e & 1) result *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int64_t)result;
+}
+#define FLOOR_DIV_BODY(T, a, b)                                                  \
+    {                                                                            \
+        if (b == 0) return a / b;                                                \
+        T mod = fmod(a, b), div = (a - mod) / b;                                 \
+        if (mod != 0 && (b < 0) != (mod < 0)) div -= 1;                         \
+        if (div == 0) return copysign((T)0, a / b);                              \
+        T fl = floor(div);                                                       \
+        return div - fl > (T)0.5 ? fl + 1 : fl;                                  \
+    }
+static inline float fdiv_floor_f(float a, float b) FLOOR_DIV_BODY(float, a, b)
+static inline double fdiv_floor_d(double a, double b) FLOOR_DIV_BODY(double, a, b)
+#define fdiv_floor_(x, y) _Generic((x), float: fdiv_floor_f, default: fdiv_floor_d)(x, y)
+#define FREM_BODY(T, a, b)                                                       \
+    {                                                                            \
+        T m = fmod(a, b);                                                        \
+        return (m != 0 && ((b < 0) != (m < 0))) ? m + b : m;                     \
+    }
+static inline float fremainder_f(float a, float b) FREM_BODY(float, a, b)
+static inline double fremainder_d(double a, double b) FREM_BODY(double, a, b)
+#define fremainder_(x, y) _Generic((x), float: fremainder_f, default: fremainder_d)(x, y)
+
+/* ---- kernel stamps ---- */
+#define UK(name, TT, OT, expr)                                                   \
+    static void k_##name##_##TT(int64_t n, char **p, const double *s) {          \
+        typedef TT T;                                                            \
+        OT *restrict o = (OT *)p[0];                                             \
+        const T *restrict a = (const T *)p[1];                                   \
+        (void)s;                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                        \
+            T x = a[i];                                                          \
+            (void)x;                                                             \
+            o[i] = (OT)(expr);                                                   \
+        }                                                                        \
+    }
+#define BK(name, TT, OT, expr)                                                   \
+    static void k_##name##_##TT(int64_t n, char **p, const double *s) {          \
+        typedef TT T;                                                            \
+        OT *restrict o = (OT *)p[0];                                             \
+        const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2];    \
+        (void)s;                                                                 \
+        for (int64_t i = 0; i < n; i++) {                                        \
+            T x = a[i], y = b[i];                                                \
+            o[i] = (OT)(expr);                                                   \
+        }                                                                        \
+    }
+#define INTS(STAMP, name, OUT, e)                                                \
+    STAMP(name, i8, OUT(i8), e) STAMP(name, i16, OUT(i16), e) STAMP(name, i32, OUT(i32), e) \
+    STAMP(name, i64, OUT(i64), e) STAMP(name, u8, OUT(u8), e)
+#define FLOATS(STAMP, name, OUT, e) STAMP(name, f32, OUT(f32), e) STAMP(name, f64, OUT(f64), e)
+#define SAME(T) T
+#define BOOLOUT(T) b8
+
+/* Unary kinds: which kernels a row gets. */
+#define U_FLOAT(name, fe, ie) FLOATS(UK, name, SAME, fe)
+#define U_ALL(name, fe, ie) FLOATS(UK, name, SAME, fe) INTS(UK, name, SAME, ie)
+#define U_ROUND(name, fe, ie) FLOATS(UK, name, SAME, fe)
+#define U_TEST(name, fe, ie) FLOATS(UK, name, BOOLOUT, fe) INTS(UK, name, BOOLOUT, ie) UK(name, b8, b8, ie)
+#define UNARY(name, node, kind, fe, ie, d, sv) U_##kind(name, fe, ie)
+#define BINARY(...)
+#define OP(...)
+#include "ops/ops.def"
+#undef UNARY
+
+/* Binary kinds. */
+#define B_ARITH(name, fe, ie) FLOATS(BK, name, SAME, fe) INTS(BK, name, SAME, ie) BK(name, b8, b8, ie)
+#define B_DIV(name, fe, ie) FLOATS(BK, name, SAME, fe)
+#define B_FLOAT2(name, fe, ie) FLOATS(BK, name, SAME, fe)
+#define B_CMP(name, fe, ie) FLOATS(BK, name, BOOLOUT, fe) INTS(BK, name, BOOLOUT, ie) BK(name, b8, b8, ie)
+#define B_LOGIC B_CMP
+#define B_BITS(name, fe, ie) INTS(BK, name, SAME, ie) BK(name, b8, b8, ie)
+#undef BINARY
+#define UNARY(...)
+#define BINARY(name, node, kind, fe, ie, ds, dother, sv) B_##kind(name, fe, ie)
+#include "ops/ops.def"
+#undef UNARY
+#undef BINARY
+#undef OP
+
+/* ---- the kernel table and each row's kind ---- */
+enum { K_FLOAT, K_ALL, K_ROUND, K_TEST, K_ARITH, K_DIV, K_FLOAT2, K_CMP, K_LOGIC, K_BITS };
+
+#define E_FLOATS(name) [CT_FLOAT32] = k_##name##_f32, [CT_FLOAT64] = k_##name##_f64
+#define E_INTS(name)                                                             \
+    [CT_INT8] = k_##name##_i8, [CT_INT16] = k_##name##_i16, [CT_INT32] = k_##name##_i32, \
+    [CT_INT64] = k_##name##_i64, [CT_UINT8] = k_##name##_u8
+#define T_FLOAT(name) {E_FLOATS(name)}
+#define T_ALL(name) {E_FLOATS(name), E_INTS(name)}
+#define T_ROUND(name) {E_FLOATS(name)}
+#define T_TEST(name) {E_FLOATS(name), E_INTS(name), [CT_BOOL] = k_##name##_b8}
+#define T_ARITH T_TEST
+#define T_DIV T_FLOAT
+#define T_FLOAT2 T_FLOAT
+#define T_CMP T_TEST
+#define T_LOGIC T_TEST
+#define T_BITS(name) {E_INTS(name), [CT_BOOL] = k_##name##_b8}
+
+static const KernelTable kernels[OP_COUNT] = {
+#define UNARY(name, node, kind, fe, ie, d, sv) [OP_##name] = T_##kind(name),
+#define BINARY(name, node, kind, fe, ie, ds, dother, sv) [OP_##name] = T_##kind(name),
+#define OP(...)
+#include "ops/ops.def"
+#undef UNARY
+#undef BINARY
+#undef OP
+};
+
+static const unsigned char kinds[OP_COUNT] = {
+#define UNARY(name, node, kind, ...) [OP_##name] = K_##kind,
+#define BINARY(name, node, kind, ...) [OP_##name] = K_##kind,
+#define OP(...)
+#include "ops/ops.def"
+#undef UNARY
+#undef BINARY
+#undef OP
+};
+
+/* ---- forwards ---- */
+
+/* PyTorch's canCast: no float -> integer, no non-bool -> bool. */
+static bool can_cast(ct_dtype from, ct_dtype to) {
+    if (c10_is_float(from) && !c10_is_float(to)) return false;
+    if (from != CT_BOOL && to == CT_BOOL) return false;
+    return true;
+}
+
+static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype result, ct_dtype compute,
+               ct_dtype out_compute, ew_kernel k) {
+    const char *name = op_info[op].name;
+    if (!k)
+        return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
+    TensorImpl *o = a->dst;
+    if (o && !can_cast(result, o->dtype))
+        return c10_error_int("%s: result type %s can't be cast to the desired output type %s", name,
+                             c10_dtype_cname(result), c10_dtype_cname(o->dtype));
+    ElementwiseSpec spec = {name, nin, compute, out_compute, result};
+    atomic_store_explicit(&int_fault, 0, memory_order_relaxed);
+    if (ew_run(&spec, a->t, &o, k, a->s) < 0) return -1;
+    out[0] = a->dst ? c10_retain(o) : o;
+    int f = atomic_load_explicit(&int_fault, memory_order_relaxed);
+    if (f == FAULT_ZERO_DIV) return c10_error_int("ZeroDivisionError");
+    if (f == FAULT_NEG_POW) return c10_error_int("Integers to negative integer powers are not allowed.");
+    return 1;
+}
+
+int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
+    ct_dtype dt = a->t[0]->dtype, result = dt, compute = c10_opmath(dt), oc;
+    switch (kinds[op]) {
+    case K_FLOAT:
+        if (!c10_is_float(dt)) result = compute = CT_FLOAT32;
+        break;
+    case K_ALL:
+        if (dt == CT_BOOL) {
+            if (op == OP_neg)
+                return c10_error_int("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                                     "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+            return c10_error_int("\"%s\" not implemented for 'Bool'", op_info[op].name);
+        }
+        break;
+    case K_ROUND:
+        if (!c10_is_float(dt)) { /* integers are already whole: copy */
+            TensorImpl *src = a->t[0];
+            if (a->dst) return at_copy_(a->dst, src) < 0 ? -1 : (out[0] = c10_retain(a->dst), 1);
+            out[0] = c10_empty_like(src);
+            if (!out[0]) return -1;
+            if (at_copy_(out[0], src) < 0) return -1;
+            return 1;
+        }
+        break;
+    default: /* K_TEST */
+        result = CT_BOOL;
+        break;
+    }
+    oc = result == CT_BOOL ? CT_BOOL : compute;
+    return run(op, a, out, 1, result, compute, oc, kernels[op][compute]);
+}
+
+int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
+    PromoteState st = {0};
+    promote_add_tensor(&st, a->t[0]);
+    promote_add_tensor(&st, a->t[1]);
+    ct_dtype common = promote_result(&st), result = common;
+    switch (kinds[op]) {
+    case K_ARITH:
+        if (op == OP_sub && a->t[0]->dtype == CT_BOOL && a->t[1]->dtype == CT_BOOL)
+            return c10_error_int("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
+                                 "`^` or `logical_xor()` operator instead.");
+        break;
+    case K_DIV:
+    case K_FLOAT2:
+        if (!c10_is_float(common)) result = common = CT_FLOAT32;
+        break;
+    case K_CMP:
+    case K_LOGIC:
+        result = CT_BOOL;
+        break;
+    default: /* K_BITS */
+        if (c10_is_float(common))
+            return c10_error_int("\"%s_cpu\" not implemented for '%s'", op_info[op].name, c10_dtype_cname(common));
+        break;
+    }
+    ct_dtype compute = c10_opmath(common), oc = result == CT_BOOL ? CT_BOOL : compute;
+    return run(op, a, out, 2, result, compute, oc, kernels[op][compute]);
+}

@@ -1,0 +1,352 @@
+/* reduce_kernels.c: the inner loops of the reductions and of softmax. Plain C
+ * loops over several accumulator lanes, so that the compiler vectorises them
+ * without reassociating floating-point sums (the lanes are combined in a fixed
+ * order: results do not depend on where a run starts). Float sums accumulate
+ * in double. */
+#include "ops/kernels/reduce_kernels.h"
+#include <math.h>
+#include <string.h>
+
+#define LANES 16
+
+/* exp for float, branch-free so that loops calling it vectorise (Cephes'
+ * polynomial, ~1 ulp on the range; results below exp(-87) flush to 0). */
+static inline float vexpf(float x) {
+    float xc = x < -87.0f ? -87.0f : x > 88.72f ? 88.72f : x;
+    float n = floorf(xc * 1.44269504088896341f + 0.5f);
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float r2 = r * r;
+    float y = 1.9875691500E-4f;
+    y = y * r + 1.3981999507E-3f;
+    y = y * r + 8.3334519073E-3f;
+    y = y * r + 4.1665795894E-2f;
+    y = y * r + 1.6666665459E-1f;
+    y = y * r + 5.0000001201E-1f;
+    y = y * r2 + r + 1.0f;
+    int32_t e = ((int32_t)n + 126) << 23;
+    float sc;
+    memcpy(&sc, &e, sizeof sc);
+    float res = y * sc * 2.0f;
+    res = x > 88.7228f ? INFINITY : res;
+    res = x < -87.0f ? 0.0f : res;
+    return x != x ? x : res;
+}
+static inline double vexp(double x) { return exp(x); }
+#define EXP_float vexpf
+#define EXP_double vexp
+
+/* ---------------------------------------------------------------- floats */
+
+#define FLOAT_KERNELS(T)                                                                 \
+    static void sum_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)base, (void)p;                                                             \
+        const T *restrict x = xv;                                                        \
+        double acc[LANES] = {0}, r = 0;                                                  \
+        int64_t i = 0;                                                                   \
+        for (; i + LANES <= n; i += LANES)                                               \
+            for (int j = 0; j < LANES; j++) acc[j] += (double)x[i + j];                  \
+        for (; i < n; i++) r += (double)x[i];                                            \
+        for (int j = 0; j < LANES; j++) r += acc[j];                                     \
+        s->d += r;                                                                       \
+    }                                                                                    \
+    static void sqdev_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)base, (void)p;                                                             \
+        const T *restrict x = xv;                                                        \
+        double acc[LANES] = {0}, r = 0, sh = s->sh;                                      \
+        int64_t i = 0;                                                                   \
+        for (; i + LANES <= n; i += LANES)                                               \
+            for (int j = 0; j < LANES; j++) {                                            \
+                double e = (double)x[i + j] - sh;                                        \
+                acc[j] += e * e;                                                         \
+            }                                                                            \
+        for (; i < n; i++) r += ((double)x[i] - sh) * ((double)x[i] - sh);               \
+        for (int j = 0; j < LANES; j++) r += acc[j];                                     \
+        s->d += r;                                                                       \
+    }                                                                                    \
+    static void sumexp_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)base, (void)p;                                                             \
+        const T *restrict x = xv;                                                        \
+        double acc[LANES] = {0}, r = 0;                                                  \
+        T sh = (T)s->sh;                                                                 \
+        int64_t i = 0;                                                                   \
+        for (; i + LANES <= n; i += LANES)                                               \
+            for (int j = 0; j < LANES; j++) acc[j] += (double)EXP_##T(x[i + j] - sh);    \
+        for (; i < n; i++) r += (double)EXP_##T(x[i] - sh);                              \
+        for (int j = 0; j < LANES; j++) r += acc[j];                                     \
+        s->d += r;                                                                       \
+    }                                                                                    \
+    static void prod_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)base, (void)p;                                                             \
+        const T *restrict x = xv;                                                        \
+        double acc[8] = {1, 1, 1, 1, 1, 1, 1, 1}, r = s->d;                              \
+        int64_t i = 0;                                                                   \
+        for (; i + 8 <= n; i += 8)                                                       \
+            for (int j = 0; j < 8; j++) acc[j] *= (double)x[i + j];                      \
+        for (int j = 0; j < 8; j++) r *= acc[j];                                         \
+        for (; i < n; i++) r *= (double)x[i];                                            \
+        s->d = r;                                                                        \
+    }                                                                                    \
+    static void max_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)p;                                                                         \
+        const T *restrict x = xv;                                                        \
+        if (s->nan || n <= 0) return;                                                    \
+        int64_t i = 0;                                                                   \
+        if (!s->has) s->has = true, s->d = (double)x[0], s->idx = base, i = 1;           \
+        if (s->d != s->d) { s->nan = true; return; }                                     \
+        T best = (T)s->d;                                                                \
+        int64_t bi = s->idx;                                                             \
+        for (; i < n; i++) {                                                             \
+            T v = x[i];                                                                  \
+            if (v > best) best = v, bi = base + i;                                       \
+            else if (v != v) { best = v, bi = base + i; s->nan = true; break; }          \
+        }                                                                                \
+        s->d = (double)best, s->idx = bi;                                                \
+    }                                                                                    \
+    static void min_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)p;                                                                         \
+        const T *restrict x = xv;                                                        \
+        if (s->nan || n <= 0) return;                                                    \
+        int64_t i = 0;                                                                   \
+        if (!s->has) s->has = true, s->d = (double)x[0], s->idx = base, i = 1;           \
+        if (s->d != s->d) { s->nan = true; return; }                                     \
+        T best = (T)s->d;                                                                \
+        int64_t bi = s->idx;                                                             \
+        for (; i < n; i++) {                                                             \
+            T v = x[i];                                                                  \
+            if (v < best) best = v, bi = base + i;                                       \
+            else if (v != v) { best = v, bi = base + i; s->nan = true; break; }          \
+        }                                                                                \
+        s->d = (double)best, s->idx = bi;                                                \
+    }                                                                                    \
+    static void all_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)base, (void)p;                                                             \
+        const T *restrict x = xv;                                                        \
+        if (!s->v) return;                                                               \
+        for (int64_t i = 0; i < n; i++)                                                  \
+            if (x[i] == 0) { s->v = 0; return; }                                         \
+    }                                                                                    \
+    static void any_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)base, (void)p;                                                             \
+        const T *restrict x = xv;                                                        \
+        if (s->v) return;                                                                \
+        for (int64_t i = 0; i < n; i++)                                                  \
+            if (x[i] != 0) { s->v = 1; return; }                                         \
+    }                                                                                    \
+    static void norm_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)base;                                                                      \
+        const T *restrict x = xv;                                                        \
+        double acc[LANES] = {0}, r = 0;                                                  \
+        int64_t i = 0;                                                                   \
+        if (p == 2) {                                                                    \
+            for (; i + LANES <= n; i += LANES)                                           \
+                for (int j = 0; j < LANES; j++) acc[j] += (double)x[i + j] * (double)x[i + j]; \
+            for (; i < n; i++) r += (double)x[i] * (double)x[i];                         \
+        } else if (p == 1) {                                                             \
+            for (; i + LANES <= n; i += LANES)                                           \
+                for (int j = 0; j < LANES; j++) acc[j] += fabs((double)x[i + j]);        \
+            for (; i < n; i++) r += fabs((double)x[i]);                                  \
+        } else if (p == 0) {                                                             \
+            for (; i < n; i++) r += x[i] != 0;                                           \
+        } else if (p == INFINITY) {                                                      \
+            double m = s->d;                                                             \
+            for (; i < n; i++) {                                                         \
+                double a = fabs((double)x[i]);                                           \
+                m = (a != a || a > m) ? a : m;                                           \
+            }                                                                            \
+            s->d = m;                                                                    \
+            return;                                                                      \
+        } else if (p == -INFINITY) {                                                     \
+            double m = s->d;                                                             \
+            for (; i < n; i++) {                                                         \
+                double a = fabs((double)x[i]);                                           \
+                m = (a != a || a < m) ? a : m;                                           \
+            }                                                                            \
+            s->d = m;                                                                    \
+            return;                                                                      \
+        } else {                                                                         \
+            for (; i < n; i++) r += pow(fabs((double)x[i]), p);                          \
+        }                                                                                \
+        for (int j = 0; j < LANES; j++) r += acc[j];                                     \
+        s->d += r;                                                                       \
+    }
+FLOAT_KERNELS(float)
+FLOAT_KERNELS(double)
+
+/* ---------------------------------------------------------------- int64 */
+
+static void sum_i64(RState *s, const void *xv, int64_t n, int64_t base, double p) {
+    (void)base, (void)p;
+    const int64_t *restrict x = xv;
+    uint64_t r = 0;
+    for (int64_t i = 0; i < n; i++) r += (uint64_t)x[i];
+    s->v = (int64_t)((uint64_t)s->v + r);
+}
+static void prod_i64(RState *s, const void *xv, int64_t n, int64_t base, double p) {
+    (void)base, (void)p;
+    const int64_t *restrict x = xv;
+    uint64_t r = (uint64_t)s->v;
+    for (int64_t i = 0; i < n; i++) r *= (uint64_t)x[i];
+    s->v = (int64_t)r;
+}
+#define INT_MINMAX(name, CMP)                                                            \
+    static void name(RState *s, const void *xv, int64_t n, int64_t base, double p) {    \
+        (void)p;                                                                         \
+        const int64_t *restrict x = xv;                                                  \
+        if (n <= 0) return;                                                              \
+        int64_t i = 0;                                                                   \
+        if (!s->has) s->has = true, s->v = x[0], s->idx = base, i = 1;                   \
+        int64_t best = s->v, bi = s->idx;                                                \
+        for (; i < n; i++)                                                               \
+            if (x[i] CMP best) best = x[i], bi = base + i;                               \
+        s->v = best, s->idx = bi;                                                        \
+    }
+INT_MINMAX(max_i64, >)
+INT_MINMAX(min_i64, <)
+static void all_i64(RState *s, const void *xv, int64_t n, int64_t base, double p) {
+    (void)base, (void)p;
+    const int64_t *restrict x = xv;
+    if (!s->v) return;
+    for (int64_t i = 0; i < n; i++)
+        if (!x[i]) { s->v = 0; return; }
+}
+static void any_i64(RState *s, const void *xv, int64_t n, int64_t base, double p) {
+    (void)base, (void)p;
+    const int64_t *restrict x = xv;
+    if (s->v) return;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i]) { s->v = 1; return; }
+}
+
+const rk_fn rk_kernels[RK_COUNT][3] = {
+    [RK_SUM] = {sum_float, sum_double, sum_i64},
+    [RK_PROD] = {prod_float, prod_double, prod_i64},
+    [RK_MAX] = {max_float, max_double, max_i64},
+    [RK_MIN] = {min_float, min_double, min_i64},
+    [RK_ALL] = {all_float, all_double, all_i64},
+    [RK_ANY] = {any_float, any_double, any_i64},
+    [RK_NORM] = {norm_float, norm_double, NULL},
+    [RK_SQDEV] = {sqdev_float, sqdev_double, NULL},
+    [RK_SUMEXP] = {sumexp_float, sumexp_double, NULL},
+};
+
+void rk_combine(int rk, int ct, double p, RState *a, const RState *b) {
+    switch (rk) {
+    case RK_SUM:
+    case RK_SQDEV:
+    case RK_SUMEXP:
+        a->d += b->d;
+        a->v = (int64_t)((uint64_t)a->v + (uint64_t)b->v);
+        return;
+    case RK_PROD:
+        a->d *= b->d;
+        a->v = (int64_t)((uint64_t)a->v * (uint64_t)b->v);
+        return;
+    case RK_ALL: a->v = a->v && b->v; return;
+    case RK_ANY: a->v = a->v || b->v; return;
+    case RK_NORM:
+        if (p == INFINITY) a->d = (b->d != b->d || b->d > a->d) ? b->d : a->d;
+        else if (p == -INFINITY) a->d = (b->d != b->d || b->d < a->d) ? b->d : a->d;
+        else a->d += b->d;
+        return;
+    case RK_MAX:
+    case RK_MIN: {
+        if (!b->has || a->nan) return;
+        bool take;
+        if (!a->has || b->nan) take = true;
+        else if (ct == CT_I64) take = rk == RK_MAX ? b->v > a->v : b->v < a->v;
+        else take = rk == RK_MAX ? b->d > a->d : b->d < a->d;
+        if (take) *a = *b;
+        return;
+    }
+    default: return;
+    }
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+static inline float flog(float x) { return logf(x); }
+static inline double dlog(double x) { return log(x); }
+#define LOG_float flog
+#define LOG_double dlog
+#define SB 256 /* columns per block when the softmax dim is not innermost */
+
+#define SOFTMAX(T)                                                                       \
+    static void softmax_row_##T(const T *restrict x, T *restrict y, int64_t n, bool logm) { \
+        T mv[LANES];                                                                     \
+        for (int j = 0; j < LANES; j++) mv[j] = -INFINITY;                               \
+        int64_t i = 0;                                                                   \
+        for (; i + LANES <= n; i += LANES)                                               \
+            for (int j = 0; j < LANES; j++) mv[j] = x[i + j] > mv[j] ? x[i + j] : mv[j]; \
+        T m = -INFINITY;                                                                 \
+        for (; i < n; i++) m = x[i] > m ? x[i] : m;                                      \
+        for (int j = 0; j < LANES; j++) m = mv[j] > m ? mv[j] : m;                       \
+        T acc[LANES] = {0}, s = 0;                                                       \
+        i = 0;                                                                           \
+        if (logm) {                                                                      \
+            for (; i + LANES <= n; i += LANES)                                           \
+                for (int j = 0; j < LANES; j++) acc[j] += EXP_##T(x[i + j] - m);         \
+            for (; i < n; i++) s += EXP_##T(x[i] - m);                                   \
+            for (int j = 0; j < LANES; j++) s += acc[j];                                 \
+            T ls = m + LOG_##T(s);                                                       \
+            for (i = 0; i < n; i++) y[i] = x[i] - ls;                                    \
+        } else {                                                                         \
+            for (; i + LANES <= n; i += LANES)                                           \
+                for (int j = 0; j < LANES; j++) {                                        \
+                    T e = EXP_##T(x[i + j] - m);                                         \
+                    y[i + j] = e;                                                        \
+                    acc[j] += e;                                                         \
+                }                                                                        \
+            for (; i < n; i++) {                                                         \
+                T e = EXP_##T(x[i] - m);                                                 \
+                y[i] = e;                                                                \
+                s += e;                                                                  \
+            }                                                                            \
+            for (int j = 0; j < LANES; j++) s += acc[j];                                 \
+            T inv = 1 / s;                                                               \
+            for (i = 0; i < n; i++) y[i] *= inv;                                         \
+        }                                                                                \
+    }                                                                                    \
+    /* columns j0..j0+bl of one outer slice [D, inner] */                                \
+    static void softmax_cols_##T(const T *x, T *y, int64_t D, int64_t inner, int64_t bl, bool logm) { \
+        T m[SB], s[SB];                                                                  \
+        for (int64_t j = 0; j < bl; j++) m[j] = -INFINITY, s[j] = 0;                     \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            for (int64_t j = 0; j < bl; j++) m[j] = r[j] > m[j] ? r[j] : m[j];           \
+        }                                                                                \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            T *restrict w = y + k * inner;                                               \
+            for (int64_t j = 0; j < bl; j++) {                                           \
+                T e = EXP_##T(r[j] - m[j]);                                              \
+                s[j] += e;                                                               \
+                if (!logm) w[j] = e;                                                     \
+            }                                                                            \
+        }                                                                                \
+        for (int64_t j = 0; j < bl; j++) s[j] = logm ? m[j] + LOG_##T(s[j]) : 1 / s[j];  \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            T *restrict w = y + k * inner;                                               \
+            if (logm)                                                                    \
+                for (int64_t j = 0; j < bl; j++) w[j] = r[j] - s[j];                     \
+            else                                                                         \
+                for (int64_t j = 0; j < bl; j++) w[j] *= s[j];                           \
+        }                                                                                \
+    }                                                                                    \
+    void softmax_##T(const T *x, T *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) { \
+        (void)nt;                                                                        \
+        if (inner == 1) {                                                                \
+            _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")     \
+            for (int64_t o = 0; o < outer; o++) softmax_row_##T(x + o * D, y + o * D, D, logm); \
+            return;                                                                      \
+        }                                                                                \
+        int64_t nb = (inner + SB - 1) / SB;                                              \
+        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")         \
+        for (int64_t u = 0; u < outer * nb; u++) {                                       \
+            int64_t o = u / nb, j0 = (u % nb) * SB, bl = inner - j0 < SB ? inner - j0 : SB; \
+            softmax_cols_##T(x + o * D * inner + j0, y + o * D * inner + j0, D, inner, bl, logm); \
+        }                                                                                \
+    }
+SOFTMAX(float)
+SOFTMAX(double)

@@ -1,0 +1,36 @@
+/* reduce_kernels.h: the kernels of the reduction engine (reduce.c). A kernel
+ * folds n contiguous elements of its compute type (float, double or int64)
+ * into a running state; base is the reduced index of the first one (for the
+ * index-returning reductions). Private to reduce.c / reduce_kernels.c. */
+#ifndef CT_REDUCE_KERNELS_H
+#define CT_REDUCE_KERNELS_H
+#include <stdbool.h>
+#include <stdint.h>
+
+enum { CT_F32, CT_F64, CT_I64 }; /* compute types */
+
+/* reductions: SUM PROD MAX MIN (value + first index; NaN wins) ALL ANY,
+ * NORM (p: 2, 1, inf, -inf, 0, other: sum |x|^p), SQDEV (sum (x - sh)^2),
+ * SUMEXP (sum exp(x - sh)) */
+enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_ALL, RK_ANY, RK_NORM, RK_SQDEV, RK_SUMEXP, RK_COUNT };
+
+typedef struct RState {
+    double d;       /* float accumulator / value */
+    double sh;      /* SQDEV, SUMEXP: the shift */
+    int64_t v;      /* integer accumulator / value */
+    int64_t idx;    /* MAX/MIN: index of the value */
+    bool has, nan;  /* MAX/MIN: a value seen; a NaN seen */
+} RState;
+
+typedef void (*rk_fn)(RState *s, const void *x, int64_t n, int64_t base, double p);
+
+__attribute__((visibility("hidden"))) extern const rk_fn rk_kernels[RK_COUNT][3];
+/* a = a then b (b covers later positions) */
+__attribute__((visibility("hidden"))) void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
+
+/* softmax / log_softmax of contiguous x viewed [outer, D, inner] along D into y */
+__attribute__((visibility("hidden"))) void softmax_float(const float *x, float *y, int64_t outer, int64_t D,
+                                                         int64_t inner, bool logm, int nt);
+__attribute__((visibility("hidden"))) void softmax_double(const double *x, double *y, int64_t outer, int64_t D,
+                                                          int64_t inner, bool logm, int nt);
+#endif

@@ -1,0 +1,112 @@
+/*
+ * ops.h: ctorch's ATen, private to the library. Operators without autograd.
+ *
+ * Every operator is one row of ops.def (the role of native_functions.yaml and
+ * derivatives.yaml together). The ops layer expands the rows into:
+ *   - enum OpId (OP_add, OP_sin, ...) and the table op_info[] (name, forward);
+ *   - the kernels of the elementwise rows, instantiated per dtype.
+ * The autograd layer expands the same rows into backward formulas and node names,
+ * and the public functions (ct_add, ct_sin, ...) into src/autograd/api.c.
+ *
+ * Calling convention: an op takes its arguments packed in OpArgs and writes its
+ * results, new references, into out[] (returning their count, or -1 with the
+ * error set). Forward functions check shapes and dtypes first, allocate their
+ * outputs on the input's device, and return before touching data when that
+ * device is CT_META: so every op computes shapes and errors on meta tensors.
+ */
+#ifndef CT_OPS_H
+#define CT_OPS_H
+
+#include "core/core.h"
+
+#define OP_MAX_TENSORS 6
+#define OP_MAX_INTS (2 * CT_MAX_DIMS + 8)
+#define OP_MAX_OUTS 4
+
+typedef struct OpArgs {
+    TensorImpl *t[OP_MAX_TENSORS]; /* tensor arguments, borrowed; optional ones may be NULL */
+    int nt;
+    double s[4];                   /* scalar arguments */
+    int64_t i[OP_MAX_INTS];        /* int arguments: dims, sizes, flags */
+    int ni;
+    TensorImpl *dst;               /* in-place and out= forms: write here (borrowed) */
+} OpArgs;
+
+typedef int (*op_forward_fn)(int op, const OpArgs *a, TensorImpl **out);
+
+/* ---- the op ids: one per row of ops.def ---- */
+typedef enum {
+#define OP(name, ...) OP_##name,
+#define UNARY(name, ...) OP_##name,
+#define BINARY(name, ...) OP_##name,
+#include "ops/ops.def"
+#undef OP
+#undef UNARY
+#undef BINARY
+    OP_COUNT
+} OpId;
+
+/* Forward functions of the OP rows, defined by the op families. */
+#define OP(name, node, nout, fwd, ...) CT_INTERNAL int fwd(int op, const OpArgs *a, TensorImpl **out);
+#define UNARY(...)
+#define BINARY(...)
+#include "ops/ops.def"
+#undef OP
+#undef UNARY
+#undef BINARY
+CT_INTERNAL int fwd_unary(int op, const OpArgs *a, TensorImpl **out);
+CT_INTERNAL int fwd_binary(int op, const OpArgs *a, TensorImpl **out);
+
+typedef struct OpInfo {
+    const char *name;      /* "add": the name in messages */
+    op_forward_fn forward;
+    int nout;
+} OpInfo;
+CT_INTERNAL extern const OpInfo op_info[OP_COUNT];
+
+/* Runs one op: the dispatcher's entry. Returns the number of outputs, or -1. */
+CT_INTERNAL int at_call(int op, const OpArgs *a, TensorImpl **out);
+/* Single-output convenience: new reference or NULL. */
+CT_INTERNAL TensorImpl *at_call1(int op, const OpArgs *a);
+
+/* ---- type promotion (PyTorch's result_type with wrapped numbers) ---- */
+typedef struct { ct_dtype dim, zero, wrapped; bool has_dim, has_zero, has_wrapped; } PromoteState;
+CT_INTERNAL void promote_add_tensor(PromoteState *st, const TensorImpl *t);
+CT_INTERNAL void promote_add_scalar(PromoteState *st, double v);
+CT_INTERNAL ct_dtype promote_result(const PromoteState *st);
+/* The dtype a double argument stands for: int64 when integral, else float. */
+CT_INTERNAL ct_dtype scalar_dtype(double v);
+
+/* ---- the elementwise engine (TensorIterator) ----
+ * Operand 0 is the output; operands 1..n are inputs broadcast to its shape.
+ * Kernels see contiguous arrays in the iterator's compute dtypes: p[0] the
+ * output (out_dtype), p[1..] the inputs (in_dtype); the engine gathers strided,
+ * broadcast or differently typed operands through per-thread buffers. */
+typedef void (*ew_kernel)(int64_t n, char **p, const double *s);
+
+typedef struct ElementwiseSpec {
+    const char *op;          /* name for messages */
+    int ninputs;             /* 1..4 */
+    ct_dtype in_dtype;       /* inputs are converted to this */
+    ct_dtype out_dtype;      /* the kernel writes this */
+    ct_dtype result_dtype;   /* the allocated output's dtype (when out is NULL) */
+} ElementwiseSpec;
+
+/* Broadcasts the inputs, allocates the output (when *out is NULL) or checks the
+ * given one (in-place / out= forms: shape must be the broadcast shape, no
+ * internal overlap), then runs kernel over all elements (skipped on meta). */
+CT_INTERNAL int ew_run(const ElementwiseSpec *spec, TensorImpl *const *inputs, TensorImpl **out,
+                       ew_kernel kernel, const double *s);
+
+/* Kernel tables: kernel[dtype] for each compute dtype, NULL where unsupported. */
+typedef ew_kernel KernelTable[CT_NUM_DTYPES];
+
+/* ---- helpers for forward functions ---- */
+CT_INTERNAL bool at_same_device(const char *op, const TensorImpl *a, const TensorImpl *b);
+/* Copies src into dst with broadcasting and dtype conversion (the copy_ op). */
+CT_INTERNAL int at_copy_(TensorImpl *dst, const TensorImpl *src);
+CT_INTERNAL TensorImpl *at_to_dtype(const TensorImpl *t, ct_dtype dtype);
+CT_INTERNAL TensorImpl *at_contiguous(const TensorImpl *t);
+CT_INTERNAL int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndim, bool *mask);
+
+#endif /* CT_OPS_H */

@@ -1,0 +1,746 @@
+/* reduce.c: reductions (sum mean prod max min amax amin argmax argmin var std
+ * norm logsumexp all any), scans (cumsum cumprod) and softmax / log_softmax.
+ *
+ * The reduction engine, after the reduce path of PyTorch's TensorIterator:
+ *   1. split the input's dims into kept dims (the output's) and reduced dims,
+ *      in logical order, dropping size-1 dims and coalescing neighbours that
+ *      are contiguous with each other (a full reduction of a contiguous tensor
+ *      becomes one run of numel elements);
+ *   2. when the innermost kept dim is contiguous and the reduction is a float
+ *      sum, vectorise across it: a block of the output row lives in double
+ *      accumulators and every reduced position adds a row into them
+ *      (sum(dim=0) of [4096, 4096] streams the rows);
+ *   3. otherwise reduce each output over its reduced positions, run by run:
+ *      contiguous runs of the compute dtype go straight to the op's kernel
+ *      (several accumulator lanes, vectorised), the others (strided, another
+ *      dtype) are gathered into a small per-thread buffer first;
+ *   4. threads split the outputs, or, when there are fewer outputs than
+ *      threads, each output's reduced range in fixed parts combined in order:
+ *      results are deterministic for a given thread count.
+ * Float sums accumulate in double (float16/bfloat16/float32 inputs load as
+ * float), integer and bool sums in int64 (PyTorch's dtype rules). Outputs are
+ * allocated contiguous, as PyTorch's reductions do. */
+#include "ops/ops.h"
+#include "ops/kernels/reduce_kernels.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define GRAIN 32768   /* below this many input elements, one thread */
+#define GCHUNK 1024   /* elements per gathered step */
+
+/* ------------------------------------------------------------ dim parsing */
+
+/* mask[d] for each of dims (wrapped); ndims == 0 marks every dim (PyTorch's
+ * dim=[] for reductions). "dim 0 appears multiple times in the list of dims". */
+int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndim, bool *mask) {
+    for (int d = 0; d < CT_MAX_DIMS; d++) mask[d] = ndims == 0 && d < tensor_ndim;
+    if (ndims < 0 || ndims > CT_MAX_DIMS) return c10_error_int("%s: too many dims (%d)", op, ndims);
+    for (int k = 0; k < ndims; k++) {
+        int d = c10_wrap_dim(dims[k], tensor_ndim);
+        if (d < 0) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            return c10_error_int("%s: %s", op, msg);
+        }
+        if (tensor_ndim == 0) continue; /* dim 0 / -1 of a 0-dim tensor: nothing to reduce */
+        if (mask[d]) return c10_error_int("%s: dim %d appears multiple times in the list of dims", op, d);
+        mask[d] = true;
+    }
+    return 0;
+}
+
+/* Wraps a single dim with the op's name in front of the message. */
+static int wrap_dim(const char *op, int64_t dim, int ndim) {
+    int d = c10_wrap_dim(dim, ndim);
+    if (d < 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", ct_last_error());
+        return c10_error_int("%s: %s", op, msg);
+    }
+    return d;
+}
+
+/* The output shape of a reduction over mask. */
+static int reduced_shape(const TensorImpl *t, const bool *mask, bool keepdim, int64_t *shape) {
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (!mask[d]) shape[n++] = t->sizes[d];
+        else if (keepdim) shape[n++] = 1;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- the plan */
+
+typedef struct RPlan {
+    const char *in;
+    ct_dtype dt;                       /* input dtype */
+    int ct;                            /* compute type: CT_F32 / CT_F64 / CT_I64 */
+    int nk, nr;                        /* kept / reduced dims, outermost first, >= 1 each */
+    int64_t ks[CT_MAX_DIMS], kst[CT_MAX_DIMS]; /* kept sizes, input strides (bytes) */
+    int64_t rs[CT_MAX_DIMS], rst[CT_MAX_DIMS]; /* reduced sizes, input strides (bytes) */
+    int64_t nout, nred;
+} RPlan;
+
+static int compute_type(ct_dtype d) {
+    if (d == CT_FLOAT64) return CT_F64;
+    if (c10_is_float(d)) return CT_F32;
+    return CT_I64;
+}
+static const ct_dtype ct_dtype_of_compute[3] = {CT_FLOAT32, CT_FLOAT64, CT_INT64};
+
+static void plan_build(RPlan *pl, const TensorImpl *t, const bool *mask) {
+    int64_t es = (int64_t)c10_elsize[t->dtype];
+    pl->in = c10_data(t);
+    pl->dt = t->dtype;
+    pl->ct = compute_type(t->dtype);
+    pl->nk = pl->nr = 0;
+    pl->nout = pl->nred = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        int64_t sz = t->sizes[d], st = t->strides[d] * es;
+        if (mask[d]) pl->nred *= sz;
+        else pl->nout *= sz;
+        if (sz == 1) continue;
+        int64_t *S = mask[d] ? pl->rs : pl->ks, *ST = mask[d] ? pl->rst : pl->kst;
+        int *n = mask[d] ? &pl->nr : &pl->nk;
+        if (*n > 0 && ST[*n - 1] == st * sz) { /* coalesce with the previous one */
+            S[*n - 1] *= sz;
+            ST[*n - 1] = st;
+        } else {
+            S[*n] = sz;
+            ST[*n] = st;
+            (*n)++;
+        }
+    }
+    if (pl->nk == 0) pl->ks[0] = 1, pl->kst[0] = 0, pl->nk = 1;
+    if (pl->nr == 0) pl->rs[0] = 1, pl->rst[0] = 0, pl->nr = 1;
+}
+
+/* byte offset of output o's first input element */
+static int64_t kept_offset(const RPlan *pl, int64_t o) {
+    int64_t off = 0;
+    for (int d = pl->nk - 1; d >= 0; d--) {
+        off += (o % pl->ks[d]) * pl->kst[d];
+        o /= pl->ks[d];
+    }
+    return off;
+}
+
+/* ---------------------------------------------------------------- gather */
+
+static _Thread_local _Alignas(64) char gbuf[GCHUNK * 8];
+
+/* n elements at src (byte stride) converted to the compute dtype into gbuf */
+static void *gather(const char *src, int64_t stride, ct_dtype sd, int ct, int64_t n) {
+    ct_dtype cd = ct_dtype_of_compute[ct];
+    int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[cd];
+    if (stride == es) {
+        c10_convert(gbuf, cd, src, sd, n);
+    } else if (sd == cd) {
+        if (ed == 4)
+            for (int64_t i = 0; i < n; i++) ((uint32_t *)gbuf)[i] = *(const uint32_t *)(src + i * stride);
+        else
+            for (int64_t i = 0; i < n; i++) ((uint64_t *)gbuf)[i] = *(const uint64_t *)(src + i * stride);
+    } else {
+        for (int64_t i = 0; i < n; i++) c10_convert(gbuf + i * ed, cd, src + i * stride, sd, 1);
+    }
+    return gbuf;
+}
+
+/* Reduces the reduced positions [lo, hi) of the output whose input starts at
+ * base into st. Positions are row-major over the reduced dims. */
+static void reduce_range(const RPlan *pl, int rk, const char *base, int64_t lo, int64_t hi, RState *st,
+                         double p) {
+    if (lo >= hi) return;
+    rk_fn k = rk_kernels[rk][pl->ct];
+    int nr = pl->nr;
+    int64_t idx[CT_MAX_DIMS], rest = lo;
+    for (int d = nr - 1; d >= 0; d--) {
+        idx[d] = rest % pl->rs[d];
+        rest /= pl->rs[d];
+    }
+    int64_t inner = pl->rs[nr - 1], istr = pl->rst[nr - 1];
+    bool direct = pl->dt == ct_dtype_of_compute[pl->ct] && istr == (int64_t)c10_elsize[pl->dt];
+    int64_t pos = lo;
+    while (pos < hi) {
+        int64_t n = inner - idx[nr - 1];
+        if (n > hi - pos) n = hi - pos;
+        const char *ptr = base;
+        for (int d = 0; d < nr; d++) ptr += idx[d] * pl->rst[d];
+        if (direct) {
+            k(st, ptr, n, pos, p);
+        } else {
+            for (int64_t j = 0; j < n; j += GCHUNK) {
+                int64_t m = n - j < GCHUNK ? n - j : GCHUNK;
+                k(st, gather(ptr + j * istr, istr, pl->dt, pl->ct, m), m, pos + j, p);
+            }
+        }
+        pos += n;
+        idx[nr - 1] += n;
+        for (int d = nr - 1; d > 0 && idx[d] == pl->rs[d]; d--) {
+            idx[d] = 0;
+            idx[d - 1]++;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- finishing */
+
+enum { FIN_VALUE, FIN_SCALE, FIN_NORM, FIN_VAR, FIN_STD, FIN_LSE, FIN_INDEX, FIN_VALIDX, FIN_AUX };
+
+typedef struct RCtx {
+    int rk, fin;
+    double p;            /* norm's p */
+    double scale;        /* mean: 1/N; var: 1/divisor */
+    char *vout;          /* values output (contiguous) */
+    ct_dtype vdt;
+    int64_t *iout;       /* indices output */
+    double *aux;         /* per-output shift in (SQDEV, SUMEXP) or means out (FIN_AUX) */
+} RCtx;
+
+static void store_value(char *p, ct_dtype d, const RState *s, int ct) {
+    if (ct == CT_I64) c10_convert(p, d, &s->v, CT_INT64, 1);
+    else c10_convert(p, d, &s->d, CT_FLOAT64, 1);
+}
+
+static void finish(const RCtx *c, const RState *s, int64_t o, int ct) {
+    int64_t es = (int64_t)c10_elsize[c->vdt];
+    double v = s->d;
+    switch (c->fin) {
+    case FIN_VALUE: store_value(c->vout + o * es, c->vdt, s, ct); return;
+    case FIN_SCALE: v *= c->scale; break;
+    case FIN_NORM:
+        if (c->p == 2) v = sqrt(v);
+        else if (c->p != 1 && c->p != 0 && !isinf(c->p)) v = pow(v, 1.0 / c->p);
+        break;
+    case FIN_VAR: v *= c->scale; break;
+    case FIN_STD: v = sqrt(v * c->scale); break;
+    case FIN_LSE: v = log(v) + c->aux[o]; break;
+    case FIN_INDEX: c->iout[o] = s->has ? s->idx : 0; return;
+    case FIN_VALIDX:
+        store_value(c->vout + o * es, c->vdt, s, ct);
+        c->iout[o] = s->has ? s->idx : 0;
+        return;
+    case FIN_AUX: c->aux[o] = v * c->scale; return;
+    }
+    c10_convert(c->vout + o * es, c->vdt, &v, CT_FLOAT64, 1);
+}
+
+/* ---------------------------------------------------------------- running */
+
+static int nthreads_for(int64_t work) {
+#ifdef _OPENMP
+    if (work < GRAIN || omp_in_parallel()) return 1;
+    return omp_get_max_threads();
+#else
+    (void)work;
+    return 1;
+#endif
+}
+
+/* Vectorised across the contiguous innermost kept dim: float sums only. */
+static bool outer_ok(const RPlan *pl, int rk) {
+    if ((rk != RK_SUM && rk != RK_SQDEV) || pl->ct == CT_I64) return false;
+    if (rk == RK_SQDEV) return false;
+    int64_t es = (int64_t)c10_elsize[pl->dt];
+    if (pl->dt != ct_dtype_of_compute[pl->ct] || pl->kst[pl->nk - 1] != es) return false;
+    if (pl->ks[pl->nk - 1] < 8 || pl->nred < 2) return false;
+    return pl->rst[pl->nr - 1] != es; /* an inner-contiguous reduction is better per output */
+}
+
+#define OBLOCK 4096
+
+#define OUTER_SUM(T)                                                                     \
+    static void outer_sum_##T(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) { \
+        int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;           \
+        int64_t bl = m - j0 < B ? m - j0 : B;                                            \
+        /* the outer kept index ko: its offset over dims 0..nk-2 */                      \
+        int64_t off = 0, rest = ko;                                                      \
+        for (int d = pl->nk - 2; d >= 0; d--) {                                          \
+            off += (rest % pl->ks[d]) * pl->kst[d];                                      \
+            rest /= pl->ks[d];                                                           \
+        }                                                                                \
+        const char *base = pl->in + off + j0 * (int64_t)sizeof(T);                       \
+        double acc[OBLOCK];                                                              \
+        for (int64_t j = 0; j < bl; j++) acc[j] = 0;                                     \
+        int nr = pl->nr;                                                                 \
+        int64_t idx[CT_MAX_DIMS] = {0};                                                  \
+        const T *rows[4];                                                                \
+        int nrows = 0;                                                                   \
+        for (int64_t r = 0; r < pl->nred; r++) {                                         \
+            const char *ptr = base;                                                      \
+            for (int d = 0; d < nr; d++) ptr += idx[d] * pl->rst[d];                     \
+            rows[nrows++] = (const T *)ptr;                                              \
+            if (nrows == 4) {                                                            \
+                const T *restrict a0 = rows[0], *restrict a1 = rows[1];                  \
+                const T *restrict a2 = rows[2], *restrict a3 = rows[3];                  \
+                for (int64_t j = 0; j < bl; j++)                                         \
+                    acc[j] += ((double)a0[j] + (double)a1[j]) + ((double)a2[j] + (double)a3[j]); \
+                nrows = 0;                                                               \
+            }                                                                            \
+            for (int d = nr - 1; d >= 0; d--) {                                          \
+                if (++idx[d] < pl->rs[d]) break;                                         \
+                idx[d] = 0;                                                              \
+            }                                                                            \
+        }                                                                                \
+        for (int q = 0; q < nrows; q++) {                                                \
+            const T *restrict a0 = rows[q];                                              \
+            for (int64_t j = 0; j < bl; j++) acc[j] += (double)a0[j];                    \
+        }                                                                                \
+        int64_t o0 = ko * m + j0;                                                        \
+        for (int64_t j = 0; j < bl; j++) {                                               \
+            RState s = {.d = acc[j]};                                                    \
+            finish(c, &s, o0 + j, pl->ct);                                               \
+        }                                                                                \
+    }
+OUTER_SUM(float)
+OUTER_SUM(double)
+
+static void run_outer(const RPlan *pl, const RCtx *c) {
+    int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m;
+    int nt = nthreads_for(pl->nout * pl->nred);
+    int64_t B = (m + nt - 1) / nt;
+    if (B > OBLOCK) B = OBLOCK;
+    if (B < 64) B = m < 64 ? m : 64;
+    int64_t nb = (m + B - 1) / B, units = outer * nb;
+    void (*f)(const RPlan *, const RCtx *, int64_t, int64_t, int64_t) =
+        pl->ct == CT_F32 ? outer_sum_float : outer_sum_double;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+    for (int64_t u = 0; u < units; u++) f(pl, c, u, nb, B);
+}
+
+static void state_init(RState *s, int rk, double p, const RCtx *c, int64_t o) {
+    memset(s, 0, sizeof *s);
+    switch (rk) {
+    case RK_PROD: s->d = 1; s->v = 1; break;
+    case RK_ALL: s->v = 1; break;
+    case RK_NORM: s->d = p == -INFINITY ? INFINITY : 0; break;
+    case RK_SQDEV:
+    case RK_SUMEXP: s->sh = c->aux[o]; break;
+    default: break;
+    }
+}
+
+/* Runs reduction rk of plan pl, finishing each output through c. */
+static void run_reduce(const RPlan *pl, int rk, const RCtx *c) {
+    if (pl->nout == 0) return;
+    double p = c->p;
+    if (outer_ok(pl, rk)) {
+        run_outer(pl, c);
+        return;
+    }
+    int nt = nthreads_for(pl->nout * pl->nred);
+    if (nt > 1 && pl->nout < nt && pl->nred >= GRAIN) {
+        /* few outputs: split each one's reduced range, combine in order */
+        RState part[256];
+        if (nt > 256) nt = 256;
+        for (int64_t o = 0; o < pl->nout; o++) {
+            const char *base = pl->in + kept_offset(pl, o);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+            {
+                int id = omp_get_thread_num(), n = omp_get_num_threads();
+                for (int q = id; q < nt; q += n) {
+                    int64_t lo = pl->nred * q / nt, hi = pl->nred * (q + 1) / nt;
+                    state_init(&part[q], rk, p, c, o);
+                    reduce_range(pl, rk, base, lo, hi, &part[q], p);
+                }
+            }
+#endif
+            RState s = part[0];
+            for (int q = 1; q < nt; q++) rk_combine(rk, pl->ct, p, &s, &part[q]);
+            finish(c, &s, o, pl->ct);
+        }
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+#endif
+    for (int64_t o = 0; o < pl->nout; o++) {
+        RState s;
+        state_init(&s, rk, p, c, o);
+        reduce_range(pl, rk, pl->in + kept_offset(pl, o), 0, pl->nred, &s, p);
+        finish(c, &s, o, pl->ct);
+    }
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+/* OpArgs layout of the dim-list reductions: i[0] keepdim, i[1] ndims (0: all
+ * dims), i[2 .. 2+ndims) dims. */
+static int parse_list(const char *op, const OpArgs *a, bool *mask, bool *keepdim) {
+    *keepdim = a->i[0] != 0;
+    int nd = (int)a->i[1];
+    if (nd < 0 || nd > CT_MAX_DIMS || a->ni < 2 + nd) return c10_error_int("%s: bad dim list", op);
+    return at_parse_dims(op, a->i + 2, nd, a->t[0]->ndim, mask);
+}
+
+static TensorImpl *alloc_out(const TensorImpl *t, const bool *mask, bool keepdim, ct_dtype dt) {
+    int64_t shape[CT_MAX_DIMS];
+    int n = reduced_shape(t, mask, keepdim, shape);
+    return c10_empty(shape, n, dt, t->device);
+}
+
+/* "Expected reduction dim 0 to have non-zero size." for ops without identity */
+static int check_nonempty(const char *op, const TensorImpl *t, const bool *mask) {
+    for (int d = 0; d < t->ndim; d++)
+        if (mask[d] && t->sizes[d] == 0)
+            return c10_error_int("%s(): Expected reduction dim %d to have non-zero size.", op, d);
+    return 0;
+}
+
+static bool floating_or_error(const char *fmt, const TensorImpl *t) {
+    if (c10_is_float(t->dtype)) return true;
+    c10_error(fmt, c10_dtype_cname(t->dtype));
+    return false;
+}
+
+/* Runs reduction rk over mask into a new tensor of dtype dt. */
+static TensorImpl *reduce_into(const TensorImpl *t, const bool *mask, bool keepdim, ct_dtype dt, int rk,
+                               RCtx *c) {
+    TensorImpl *o = alloc_out(t, mask, keepdim, dt);
+    if (!o || o->device == CT_META) return o;
+    RPlan pl;
+    plan_build(&pl, t, mask);
+    c->rk = rk;
+    c->vout = c10_data(o);
+    c->vdt = dt;
+    run_reduce(&pl, rk, c);
+    return o;
+}
+
+#define ONE(expr) return (out[0] = (expr)) ? 1 : -1
+
+/* ---------------------------------------------------------------- forwards */
+
+/* sum, sum_dims. t[0]; i: keepdim, ndims (0: all), dims... */
+int fwd_sum(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    bool mask[CT_MAX_DIMS], keepdim;
+    const TensorImpl *t = a->t[0];
+    if (parse_list("sum", a, mask, &keepdim) < 0) return -1;
+    ct_dtype dt = c10_is_integral(t->dtype, true) ? CT_INT64 : t->dtype;
+    RCtx c = {.fin = FIN_VALUE};
+    ONE(reduce_into(t, mask, keepdim, dt, RK_SUM, &c));
+}
+
+/* mean, mean_dims. t[0]; i: keepdim, ndims (0: all), dims... */
+int fwd_mean(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    bool mask[CT_MAX_DIMS], keepdim;
+    const TensorImpl *t = a->t[0];
+    if (!floating_or_error("mean(): could not infer output dtype. Input dtype must be either a floating "
+                           "point or complex dtype. Got: %s", t))
+        return -1;
+    if (parse_list("mean", a, mask, &keepdim) < 0) return -1;
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        if (mask[d]) n *= t->sizes[d];
+    RCtx c = {.fin = FIN_SCALE, .scale = 1.0 / (double)n};
+    ONE(reduce_into(t, mask, keepdim, t->dtype, RK_SUM, &c));
+}
+
+/* prod (all dims) and prod_dim. t[0]; i: dim, keepdim, has_dim */
+int fwd_prod(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const TensorImpl *t = a->t[0];
+    bool mask[CT_MAX_DIMS] = {0}, keepdim = a->i[1] != 0;
+    if (a->i[2]) {
+        int d = wrap_dim("prod", a->i[0], t->ndim);
+        if (d < 0) return -1;
+        if (t->ndim) mask[d] = true;
+    } else {
+        for (int d = 0; d < t->ndim; d++) mask[d] = true;
+        keepdim = false;
+    }
+    ct_dtype dt = c10_is_integral(t->dtype, true) ? CT_INT64 : t->dtype;
+    RCtx c = {.fin = FIN_VALUE};
+    ONE(reduce_into(t, mask, keepdim, dt, RK_PROD, &c));
+}
+
+/* max, min (all dims, one value). t[0] */
+int fwd_max_all(int op, const OpArgs *a, TensorImpl **out) {
+    const TensorImpl *t = a->t[0];
+    const char *name = op == OP_max ? "max" : "min";
+    if (t->numel == 0)
+        return c10_error_int("%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                             "reduction dim with the 'dim' argument.", name);
+    bool mask[CT_MAX_DIMS];
+    for (int d = 0; d < CT_MAX_DIMS; d++) mask[d] = d < t->ndim;
+    RCtx c = {.fin = FIN_VALUE};
+    ONE(reduce_into(t, mask, false, t->dtype, op == OP_max ? RK_MAX : RK_MIN, &c));
+}
+
+/* max_dim, min_dim: values and int64 indices. t[0]; i: dim, keepdim */
+int fwd_max_dim(int op, const OpArgs *a, TensorImpl **out) {
+    const TensorImpl *t = a->t[0];
+    const char *name = op == OP_max_dim ? "max" : "min";
+    int d = wrap_dim(name, a->i[0], t->ndim);
+    if (d < 0) return -1;
+    bool mask[CT_MAX_DIMS] = {0}, keepdim = a->i[1] != 0;
+    if (t->ndim) mask[d] = true;
+    if (t->ndim && t->sizes[d] == 0 && check_nonempty(name, t, mask) < 0) return -1;
+    out[0] = alloc_out(t, mask, keepdim, t->dtype);
+    out[1] = out[0] ? alloc_out(t, mask, keepdim, CT_INT64) : NULL;
+    if (!out[1]) return -1;
+    if (t->device != CT_META) {
+        RPlan pl;
+        plan_build(&pl, t, mask);
+        int rk = op == OP_max_dim ? RK_MAX : RK_MIN;
+        RCtx c = {.rk = rk, .fin = FIN_VALIDX, .vout = c10_data(out[0]), .vdt = t->dtype,
+                  .iout = (int64_t *)c10_data(out[1])};
+        run_reduce(&pl, rk, &c);
+    }
+    return 2;
+}
+
+/* amax, amin. t[0]; i: keepdim, ndims (0: all), dims... */
+int fwd_amax(int op, const OpArgs *a, TensorImpl **out) {
+    const TensorImpl *t = a->t[0];
+    const char *name = op == OP_amax ? "amax" : "amin";
+    bool mask[CT_MAX_DIMS], keepdim;
+    if (parse_list(name, a, mask, &keepdim) < 0) return -1;
+    if (check_nonempty(name, t, mask) < 0) return -1;
+    RCtx c = {.fin = FIN_VALUE};
+    ONE(reduce_into(t, mask, keepdim, t->dtype, op == OP_amax ? RK_MAX : RK_MIN, &c));
+}
+
+/* argmax, argmin: int64 indices. t[0]; i: dim, keepdim, has_dim (0: over the
+ * flattened tensor; keepdim then keeps every dim as 1) */
+int fwd_argmax(int op, const OpArgs *a, TensorImpl **out) {
+    const TensorImpl *t = a->t[0];
+    const char *name = op == OP_argmax ? "argmax" : "argmin";
+    if (t->dtype == CT_BOOL) return c10_error_int("\"%s_cpu\" not implemented for 'Bool'", name);
+    bool mask[CT_MAX_DIMS] = {0}, keepdim = a->i[1] != 0;
+    if (a->i[2]) {
+        int d = wrap_dim(name, a->i[0], t->ndim);
+        if (d < 0) return -1;
+        if (t->ndim) mask[d] = true;
+        if (check_nonempty(name, t, mask) < 0) return -1;
+    } else {
+        if (t->numel == 0)
+            return c10_error_int("%s(): Expected reduction dim to be specified for input.numel() == 0.", name);
+        for (int d = 0; d < t->ndim; d++) mask[d] = true;
+    }
+    TensorImpl *o = alloc_out(t, mask, keepdim, CT_INT64);
+    if (!o) return -1;
+    if (t->device != CT_META) {
+        RPlan pl;
+        plan_build(&pl, t, mask);
+        int rk = op == OP_argmax ? RK_MAX : RK_MIN;
+        RCtx c = {.rk = rk, .fin = FIN_INDEX, .iout = (int64_t *)c10_data(o), .vdt = CT_INT64};
+        run_reduce(&pl, rk, &c);
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* var, std. t[0]; s[0]: correction; i: keepdim, ndims (0: all), dims...
+ * Two passes: the means, then the sum of squared deviations from them. */
+int fwd_var(int op, const OpArgs *a, TensorImpl **out) {
+    const TensorImpl *t = a->t[0];
+    const char *name = op == OP_var ? "var" : "std";
+    if (!c10_is_float(t->dtype)) return c10_error_int("%s: std and var only support floating point and complex dtypes", name);
+    bool mask[CT_MAX_DIMS], keepdim;
+    if (parse_list(name, a, mask, &keepdim) < 0) return -1;
+    TensorImpl *o = alloc_out(t, mask, keepdim, t->dtype);
+    if (!o || o->device == CT_META) ONE(o);
+    RPlan pl;
+    plan_build(&pl, t, mask);
+    double *means = malloc(sizeof(double) * (size_t)(pl.nout ? pl.nout : 1));
+    if (!means) {
+        c10_release(o);
+        return c10_error_int("%s: out of memory", name);
+    }
+    RCtx c = {.rk = RK_SUM, .fin = FIN_AUX, .scale = 1.0 / (double)pl.nred, .aux = means};
+    run_reduce(&pl, RK_SUM, &c);
+    double div = (double)pl.nred - a->s[0];
+    if (div < 0) div = 0;
+    RCtx c2 = {.rk = RK_SQDEV, .fin = op == OP_var ? FIN_VAR : FIN_STD, .scale = 1.0 / div, .aux = means,
+               .vout = c10_data(o), .vdt = t->dtype};
+    run_reduce(&pl, RK_SQDEV, &c2);
+    free(means);
+    ONE(o);
+}
+
+/* norm. t[0]; s[0]: p (inf, -inf, 0, 1, 2, other); i: keepdim, ndims (0: all), dims... */
+int fwd_norm(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const TensorImpl *t = a->t[0];
+    if (!floating_or_error("norm(): input dtype should be either floating point or complex. Got %s instead.", t))
+        return -1;
+    bool mask[CT_MAX_DIMS], keepdim;
+    if (parse_list("norm", a, mask, &keepdim) < 0) return -1;
+    double p = a->s[0];
+    if (p < 0 && p != -INFINITY) {
+        /* p < 0: sum |x|^p, ** 1/p; fine through the generic path */
+    }
+    if (isinf(p) && p < 0 && check_nonempty("linalg.vector_norm", t, mask) < 0) return -1;
+    RCtx c = {.fin = FIN_NORM, .p = p};
+    ONE(reduce_into(t, mask, keepdim, t->dtype, RK_NORM, &c));
+}
+
+/* logsumexp. t[0]; i: keepdim, ndims (0: all), dims... Integer inputs give
+ * float32. As PyTorch: m = amax (infinite m counts as 0), log(sum(exp(x - m))) + m. */
+int fwd_logsumexp(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *t = a->t[0];
+    bool mask[CT_MAX_DIMS], keepdim;
+    if (parse_list("logsumexp", a, mask, &keepdim) < 0) return -1;
+    ct_dtype dt = c10_is_float(t->dtype) ? t->dtype : CT_FLOAT32;
+    TensorImpl *o = alloc_out(t, mask, keepdim, dt);
+    if (!o || o->device == CT_META) ONE(o);
+    TensorImpl *x = dt == t->dtype ? c10_retain(t) : at_to_dtype(t, dt);
+    if (!x) {
+        c10_release(o);
+        return -1;
+    }
+    RPlan pl;
+    plan_build(&pl, x, mask);
+    double *m = malloc(sizeof(double) * (size_t)(pl.nout ? pl.nout : 1));
+    if (!m) {
+        c10_release(o);
+        c10_release(x);
+        return c10_error_int("logsumexp: out of memory");
+    }
+    int64_t nred = pl.nred;
+    if (nred > 0) {
+        RCtx c = {.rk = RK_MAX, .fin = FIN_AUX, .scale = 1, .aux = m};
+        run_reduce(&pl, RK_MAX, &c);
+        for (int64_t i = 0; i < pl.nout; i++)
+            if (isinf(m[i])) m[i] = 0;
+    } else {
+        for (int64_t i = 0; i < pl.nout; i++) m[i] = 0;
+    }
+    RCtx c2 = {.rk = RK_SUMEXP, .fin = FIN_LSE, .aux = m, .vout = c10_data(o), .vdt = dt};
+    run_reduce(&pl, RK_SUMEXP, &c2);
+    free(m);
+    c10_release(x);
+    ONE(o);
+}
+
+/* all, any (all dims or a list). t[0]; i: keepdim, ndims (0: all), dims...
+ * bool result (uint8 inputs give uint8, as in PyTorch). */
+int fwd_all(int op, const OpArgs *a, TensorImpl **out) {
+    const TensorImpl *t = a->t[0];
+    const char *name = op == OP_all ? "all" : "any";
+    bool mask[CT_MAX_DIMS], keepdim;
+    if (parse_list(name, a, mask, &keepdim) < 0) return -1;
+    ct_dtype dt = t->dtype == CT_UINT8 ? CT_UINT8 : CT_BOOL;
+    RCtx c = {.fin = FIN_VALUE};
+    ONE(reduce_into(t, mask, keepdim, dt, op == OP_all ? RK_ALL : RK_ANY, &c));
+}
+
+/* ------------------------------------------------------------------ scans */
+
+/* [outer, D, inner] contiguous view of t around dim d */
+static void split3(const TensorImpl *t, int d, int64_t *outer, int64_t *D, int64_t *inner) {
+    *outer = *inner = 1;
+    *D = t->ndim ? t->sizes[d] : 1;
+    for (int k = 0; k < d; k++) *outer *= t->sizes[k];
+    for (int k = d + 1; k < t->ndim; k++) *inner *= t->sizes[k];
+}
+
+#define SCAN(T, name, OPR, ID)                                                           \
+    static void scan_##name##_##T(T *x, int64_t outer, int64_t D, int64_t inner, bool rev) { \
+        int nt = nthreads_for(outer * D * inner);                                       \
+        int64_t jb = inner < 256 ? inner : 256, nb = (inner + jb - 1) / jb;             \
+        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")         \
+        for (int64_t u = 0; u < outer * nb; u++) {                                       \
+            int64_t ob = u / nb, j0 = (u % nb) * jb, bl = inner - j0 < jb ? inner - j0 : jb; \
+            ACC_##T acc[256];                                                            \
+            for (int64_t j = 0; j < bl; j++) acc[j] = ID;                                \
+            T *base = x + ob * D * inner + j0;                                           \
+            for (int64_t k = 0; k < D; k++) {                                            \
+                T *restrict row = base + (rev ? D - 1 - k : k) * inner;                  \
+                for (int64_t j = 0; j < bl; j++) {                                       \
+                    acc[j] = OPR(acc[j], (ACC_##T)row[j]);                               \
+                    row[j] = (T)acc[j];                                                  \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
+    }
+typedef double ACC_float;
+typedef double ACC_double;
+typedef uint64_t ACC_int64_t;
+#define ADD_(x, y) ((x) + (y))
+#define MUL_(x, y) ((x) * (y))
+SCAN(float, sum, ADD_, 0)
+SCAN(double, sum, ADD_, 0)
+SCAN(int64_t, sum, ADD_, 0)
+SCAN(float, prod, MUL_, 1)
+SCAN(double, prod, MUL_, 1)
+SCAN(int64_t, prod, MUL_, 1)
+
+/* cumsum, cumprod. t[0]; i: dim, reverse (1: from the end: the backward of cumsum) */
+int fwd_cumsum(int op, const OpArgs *a, TensorImpl **out) {
+    const TensorImpl *t = a->t[0];
+    const char *name = op == OP_cumsum ? "cumsum" : "cumprod";
+    int d = wrap_dim(name, a->i[0], t->ndim);
+    if (d < 0) return -1;
+    bool rev = a->ni > 1 && a->i[1];
+    ct_dtype dt = c10_is_integral(t->dtype, true) ? CT_INT64 : t->dtype;
+    if (t->device == CT_META) ONE(c10_empty(t->sizes, t->ndim, dt, t->device));
+    ct_dtype wdt = (dt == CT_FLOAT16 || dt == CT_BFLOAT16) ? CT_FLOAT32 : dt;
+    TensorImpl *w = at_to_dtype(t, wdt); /* a contiguous copy, scanned in place */
+    if (!w) return -1;
+    int64_t outer, D, inner;
+    split3(t, d, &outer, &D, &inner);
+    if (w->numel) {
+        void *x = c10_data(w);
+        bool sum = op == OP_cumsum;
+        if (wdt == CT_FLOAT32) (sum ? scan_sum_float : scan_prod_float)(x, outer, D, inner, rev);
+        else if (wdt == CT_FLOAT64) (sum ? scan_sum_double : scan_prod_double)(x, outer, D, inner, rev);
+        else (sum ? scan_sum_int64_t : scan_prod_int64_t)(x, outer, D, inner, rev);
+    }
+    if (wdt != dt) {
+        TensorImpl *r = at_to_dtype(w, dt);
+        c10_release(w);
+        w = r;
+    }
+    ONE(w);
+}
+
+/* ---------------------------------------------------------------- softmax */
+
+/* softmax, log_softmax. t[0]; i: dim. The result is contiguous; float16 and
+ * bfloat16 compute in float32. */
+int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
+    const TensorImpl *t = a->t[0];
+    bool logm = op == OP_log_softmax;
+    const char *name = logm ? "log_softmax" : "softmax";
+    int d = wrap_dim(name, a->i[0], t->ndim);
+    if (d < 0) return -1;
+    if (!c10_is_float(t->dtype))
+        return c10_error_int("%s: \"%s_lastdim_kernel_impl\" not implemented for '%s'", name,
+                             logm ? "log_softmax" : "softmax", c10_dtype_cname(t->dtype));
+    if (t->device == CT_META) ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device));
+    ct_dtype wdt = t->dtype == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32;
+    TensorImpl *x = wdt == t->dtype ? at_contiguous(t) : at_to_dtype(t, wdt);
+    if (!x) return -1;
+    TensorImpl *y = c10_empty(t->sizes, t->ndim, wdt, t->device);
+    if (!y) {
+        c10_release(x);
+        return -1;
+    }
+    int64_t outer, D, inner;
+    split3(t, d, &outer, &D, &inner);
+    if (t->numel) {
+        int nt = nthreads_for(t->numel);
+        if (wdt == CT_FLOAT32) softmax_float(c10_data(x), c10_data(y), outer, D, inner, logm, nt);
+        else softmax_double(c10_data(x), c10_data(y), outer, D, inner, logm, nt);
+    }
+    c10_release(x);
+    if (wdt != t->dtype) {
+        TensorImpl *r = at_to_dtype(y, t->dtype);
+        c10_release(y);
+        y = r;
+    }
+    ONE(y);
+}

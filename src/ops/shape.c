@@ -1,0 +1,209 @@
+/* shape.c: the forwards of the view and copy rows of ops.def. Views wrap the
+ * pure geometry of core/view.c; the argument layout of each is noted. */
+#include "ops/ops.h"
+
+/* Copy kernel: the engine has already converted src to dst's dtype. */
+static void copy_kernel(int64_t n, char **p, const double *s) {
+    memcpy(p[0], p[1], (size_t)n * (size_t)s[0]);
+}
+
+int at_copy_(TensorImpl *dst, const TensorImpl *src) {
+    if (!at_same_device("copy_", dst, src)) return -1;
+    double es = (double)c10_elsize[dst->dtype];
+    ElementwiseSpec spec = {"copy_", 1, dst->dtype, dst->dtype, dst->dtype};
+    TensorImpl *in[1] = {(TensorImpl *)src}, *o = dst;
+    /* copying a tensor onto itself is a no-op, as in PyTorch */
+    if (src->storage == dst->storage && src->offset == dst->offset && src->dtype == dst->dtype &&
+        src->ndim == dst->ndim && !memcmp(src->sizes, dst->sizes, sizeof(int64_t) * (size_t)src->ndim) &&
+        !memcmp(src->strides, dst->strides, sizeof(int64_t) * (size_t)src->ndim))
+        return 0;
+    return ew_run(&spec, in, &o, copy_kernel, &es);
+}
+
+TensorImpl *at_to_dtype(const TensorImpl *t, ct_dtype dtype) {
+    TensorImpl *o = c10_empty(t->sizes, t->ndim, dtype, t->device);
+    if (o && at_copy_(o, t) < 0) {
+        c10_release(o);
+        return NULL;
+    }
+    return o;
+}
+
+TensorImpl *at_contiguous(const TensorImpl *t) {
+    return t->is_contiguous ? c10_retain((TensorImpl *)t) : at_to_dtype(t, t->dtype);
+}
+
+#define ONE(expr) return (out[0] = (expr)) ? 1 : -1
+
+/* t[0]; i: size[ndim], stride[ndim], ndim, offset  (ni = 2*ndim + 2) */
+int fwd_as_strided(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    int n = (int)a->i[a->ni - 2];
+    ONE(c10_as_strided(a->t[0], a->i, a->i + n, n, a->i[a->ni - 1]));
+}
+/* t[0]; i: shape (ni = ndim) */
+int fwd_view(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_view(a->t[0], a->i, a->ni));
+}
+/* t[0]; i: dim, start, length */
+int fwd_narrow(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_narrow(a->t[0], (int)a->i[0], a->i[1], a->i[2]));
+}
+/* t[0]; i: dim, start, end, step */
+int fwd_slice(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_slice(a->t[0], (int)a->i[0], a->i[1], a->i[2], a->i[3]));
+}
+/* t[0]; i: dim, index */
+int fwd_select(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_select(a->t[0], (int)a->i[0], a->i[1]));
+}
+/* t[0]; i: dim0, dim1 */
+int fwd_transpose(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_transpose(a->t[0], (int)a->i[0], (int)a->i[1]));
+}
+/* t[0]; i: dims (ni = ndim) */
+int fwd_permute(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_permute(a->t[0], a->i, a->ni));
+}
+/* t[0]; i: shape (ni = ndim) */
+int fwd_expand(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_expand(a->t[0], a->i, a->ni));
+}
+/* t[0]; i: dim (CT_MAX_DIMS: every size-1 dim) */
+int fwd_squeeze(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_squeeze(a->t[0], (int)a->i[0]));
+}
+/* t[0]; i: dim */
+int fwd_unsqueeze(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_unsqueeze(a->t[0], (int)a->i[0]));
+}
+/* t[0]; i: offset, dim1, dim2 */
+int fwd_diagonal(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_diagonal(a->t[0], a->i[0], (int)a->i[1], (int)a->i[2]));
+}
+/* t[0]; i: dim, size, step */
+int fwd_unfold(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_unfold(a->t[0], (int)a->i[0], a->i[1], a->i[2]));
+}
+/* t[0]: a new TensorImpl over the same data (detach, view_as of itself) */
+int fwd_alias(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(c10_alias(a->t[0]));
+}
+/* t[0] */
+int fwd_clone(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(at_to_dtype(a->t[0], a->t[0]->dtype));
+}
+/* t[0]; i: shape (already inferred): a contiguous copy in the new shape */
+int fwd_reshape_copy(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *c = at_contiguous(a->t[0]);
+    if (!c) return -1;
+    TensorImpl *v = c10_view(c, a->i, a->ni);
+    c10_release(c);
+    ONE(v);
+}
+/* t[0]; i: dtype */
+int fwd_to_dtype(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    if (!c10_dtype_valid((int)a->i[0])) return c10_error_int("to: invalid dtype %d", (int)a->i[0]);
+    ONE(at_to_dtype(a->t[0], (ct_dtype)a->i[0]));
+}
+/* dst = t[0] (written), t[1] = src */
+int fwd_copy_(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    if (at_copy_(a->t[0], a->t[1]) < 0) return -1;
+    out[0] = c10_retain(a->t[0]);
+    return 1;
+}
+/* dst = t[0] (written); s[0]: value */
+int fwd_fill_(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *v = c10_scalar_tensor(a->s[0], a->t[0]->dtype, CT_CPU);
+    if (!v) return -1;
+    v->is_wrapped_number = true;
+    int r = at_copy_(a->t[0], v);
+    c10_release(v);
+    if (r < 0) return -1;
+    out[0] = c10_retain(a->t[0]);
+    return 1;
+}
+
+/* t[0]; i: shape (ni = ndim). Sums t down to shape (broadcasting undone):
+ * leading dims vanish, dims of size 1 in shape are summed with keepdim. */
+int fwd_sum_to_size(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const TensorImpl *t = a->t[0];
+    int nd = a->ni, lead = t->ndim - nd;
+    if (lead < 0) return c10_error_int("sum_to_size: size %s is not expandable to size %s",
+                                       c10_shape_str(a->i, nd), c10_shape_str(t->sizes, t->ndim));
+    for (int i = 0; i < nd; i++)
+        if (a->i[i] != 1 && a->i[i] != t->sizes[lead + i])
+            return c10_error_int("sum_to_size: size %s is not expandable to size %s", c10_shape_str(a->i, nd),
+                                 c10_shape_str(t->sizes, t->ndim));
+    TensorImpl *o = c10_full(a->i, nd, 0, t->dtype, t->device);
+    if (!o) return -1;
+    if (t->device != CT_META && t->numel) {
+        /* o viewed with t's shape through zero strides: accumulate in order */
+        int64_t es = (int64_t)c10_elsize[t->dtype];
+        int64_t ostr[CT_MAX_DIMS] = {0};
+        for (int i = 0; i < nd; i++) ostr[lead + i] = a->i[i] == 1 ? 0 : o->strides[i];
+        char *od = c10_data(o);
+        const char *td = c10_data(t);
+        for (int64_t k = 0; k < t->numel; k++) {
+            int64_t rest = k, off = 0;
+            for (int d = t->ndim - 1; d >= 0; d--) {
+                off += (rest % t->sizes[d]) * ostr[d];
+                rest /= t->sizes[d];
+            }
+            double v = c10_load_double(od + off * es, o->dtype) + c10_load_double(td + c10_linear_offset(t, k), t->dtype);
+            c10_store_double(od + off * es, o->dtype, v);
+        }
+    }
+    out[0] = o;
+    return 1;
+}
+
+/* t[0] = g; i: base ndim nb, base shape[nb], view ndim nv, sizes[nv], strides[nv],
+ * offset. The backward of every view: zeros of the base's shape (contiguous)
+ * with g added into the view's elements (repeatedly where the view overlaps
+ * itself, as expand and unfold do). */
+int fwd_view_scatter(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const TensorImpl *g = a->t[0];
+    int nb = (int)a->i[0];
+    const int64_t *base = a->i + 1;
+    int nv = (int)a->i[1 + nb];
+    const int64_t *sizes = a->i + 2 + nb, *strides = sizes + nv;
+    int64_t offset = strides[nv];
+    TensorImpl *o = c10_full(base, nb, 0, g->dtype, g->device);
+    if (!o) return -1;
+    if (g->numel != 0 && o->device != CT_META) {
+        int64_t es = (int64_t)c10_elsize[o->dtype];
+        char *od = c10_data(o);
+        const char *gd = c10_data(g);
+        for (int64_t k = 0; k < g->numel; k++) {
+            int64_t rest = k, off = offset;
+            for (int d = nv - 1; d >= 0; d--) {
+                off += (rest % sizes[d]) * strides[d];
+                rest /= sizes[d];
+            }
+            double v = c10_load_double(od + off * es, o->dtype) + c10_load_double(gd + c10_linear_offset(g, k), g->dtype);
+            c10_store_double(od + off * es, o->dtype, v);
+        }
+    }
+    out[0] = o;
+    return 1;
+}
