@@ -177,6 +177,8 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi) {
         if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = F(ag_zeros_like_meta(&n->out_meta[k]))))
             rc = -1;
     for (int k = 0; k < n->num_next; k++) c.needs[k] = n->next[k].fn && n->next[k].fn->needed;
+    if (n->released && (deriv_info[n->op].flags & 0xfff)) /* its saved tensors are gone */
+        rc = ag_unpack(n, &n->saved_in[0], 0) ? 0 : -1;
     for (int k = 0; k < OP_MAX_TENSORS && rc == 0; k++)
         if (n->saved_in[k].data && !(c.in[k] = F(ag_unpack(n, &n->saved_in[k], k)))) rc = -1;
     for (int k = 0; k < OP_MAX_OUTS && rc == 0; k++)

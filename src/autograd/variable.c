@@ -271,6 +271,7 @@ int ag_call_inplace(int op, OpArgs *a) {
         self_orig = at_to_dtype(self, self->dtype);
         if (!self_orig) return -1;
     }
+    unsigned version_before = c10_version(self);
     a->dst = self;
     TensorImpl *out[OP_MAX_OUTS];
     int n = at_call(op, a, out);
@@ -286,6 +287,11 @@ int ag_call_inplace(int op, OpArgs *a) {
         Node *node = record(op, a, out, 1, self_orig);
         if (!node) rc = -1;
         else {
+            /* other inputs aliasing self were saved before this op overwrote
+             * them, as PyTorch saves them: backward then reports the change */
+            for (int k = 1; k < a->nt; k++)
+                if (node->saved_in[k].data && node->saved_in[k].data->storage == self->storage)
+                    node->saved_in[k].version = version_before;
             if (self->autograd && self->autograd->is_view) rc = ag_rebase_view(self, node);
             ag_node_release(node);
         }

@@ -111,12 +111,6 @@ typedef struct {
     double min_abs, max_abs;
 } Fmt;
 
-static int fmt_len(const char *f, double v) {
-    char tmp[512];
-    int n = snprintf(tmp, sizeof tmp, f, PRECISION, v);
-    return n;
-}
-
 static void scan_int(const TensorImpl *t, int64_t i, void *ctx) {
     Fmt *f = ctx;
     int w;
@@ -149,9 +143,9 @@ static void scan_width(const TensorImpl *t, int64_t i, void *ctx) {
     double v = elem_f(t, i);
     if (!isfinite(v) || v == 0) return;
     int w;
-    if (f->sci_mode) w = fmt_len("%.*e", v);
+    if (f->sci_mode) w = snprintf(NULL, 0, "%.*e", PRECISION, v);
     else if (f->int_mode) w = snprintf(NULL, 0, "%.0f", v) + 1;
-    else w = fmt_len("%.*f", v);
+    else w = snprintf(NULL, 0, "%.*f", PRECISION, v);
     if (w > f->max_width) f->max_width = w;
 }
 

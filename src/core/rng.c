@@ -357,6 +357,9 @@ static void normal16_bf16(uint16_t *d, uint16_t mean, uint16_t std) {
     }
 }
 
+/* t must be contiguous. (PyTorch fills a non-contiguous tensor elementwise in
+ * TensorIterator order, i.e. memory order, and its normal_ then always takes the
+ * per-element normal_distribution<double> path, never the blocks of 16.) */
 CT_INTERNAL void c10_normal_fill(TensorImpl *t, double mean, double std) {
     char *data = c10_data(t);
     if (!data || t->numel == 0) return;

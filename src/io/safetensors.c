@@ -140,64 +140,66 @@ static int parse_entry(StParse *p, StEntry *e) {
     const char *nm = short_name(e->name);
     bool have_dtype = false, have_shape = false, have_offsets = false;
     if (!jr_expect(c, '{')) return json_failed(p);
-    if (!jr_eat(c, '}')) do {
-        char *key = NULL;
-        if (!jr_string(c, &key, NULL) || !jr_expect(c, ':')) {
+    if (!jr_eat(c, '}')) {
+        do {
+            char *key = NULL;
+            if (!jr_string(c, &key, NULL) || !jr_expect(c, ':')) {
+                free(key);
+                return json_failed(p);
+            }
+            int rc = 0;
+            if (!strcmp(key, "dtype")) {
+                char *dt = NULL;
+                if (have_dtype) rc = fail(s, "tensor '%s': duplicate key \"dtype\"", nm);
+                else if (!jr_string(c, &dt, NULL)) rc = json_failed(p);
+                else {
+                    have_dtype = true;
+                    int k = 0;
+                    while (k < ST_NDTYPES && strcmp(st_dtypes[k].name, dt)) k++;
+                    if (k < ST_NDTYPES) {
+                        e->dtype = st_dtypes[k].dtype;
+                    } else {
+                        bool known = false;
+                        for (int u = 0; st_unsupported[u]; u++) known |= !strcmp(st_unsupported[u], dt);
+                        rc = known ? fail(s, "tensor '%s': dtype %s is not supported by ctorch", nm, dt)
+                                   : fail(s, "tensor '%s': unknown dtype '%s'", nm, short_name(dt));
+                    }
+                }
+                free(dt);
+            } else if (!strcmp(key, "shape")) {
+                if (have_shape) rc = fail(s, "tensor '%s': duplicate key \"shape\"", nm);
+                else if (!jr_expect(c, '[')) rc = json_failed(p);
+                else {
+                    have_shape = true;
+                    e->ndim = 0;
+                    if (!jr_eat(c, ']')) {
+                        do {
+                            uint64_t v;
+                            if (e->ndim == CT_MAX_DIMS) {
+                                rc = fail(s, "tensor '%s': shape has more than %d dimensions", nm, CT_MAX_DIMS);
+                                break;
+                            }
+                            if (!jr_uint(c, INT64_MAX, &v)) break;
+                            e->shape[e->ndim++] = (int64_t)v;
+                        } while (jr_eat(c, ','));
+                        if (!rc && !jr_expect(c, ']')) rc = json_failed(p);
+                    }
+                }
+            } else if (!strcmp(key, "data_offsets")) {
+                if (have_offsets) rc = fail(s, "tensor '%s': duplicate key \"data_offsets\"", nm);
+                else if (!jr_expect(c, '[') || !jr_uint(c, UINT64_MAX, &e->begin) || !jr_expect(c, ',') ||
+                         !jr_uint(c, UINT64_MAX, &e->end) || !jr_expect(c, ']'))
+                    rc = c->failed ? json_failed(p) : -1;
+                else have_offsets = true;
+            } else if (!jr_skip(c)) {
+                rc = json_failed(p);
+            }
             free(key);
-            return json_failed(p);
-        }
-        int rc = 0;
-        if (!strcmp(key, "dtype")) {
-            char *dt = NULL;
-            if (have_dtype) rc = fail(s, "tensor '%s': duplicate key \"dtype\"", nm);
-            else if (!jr_string(c, &dt, NULL)) rc = json_failed(p);
-            else {
-                have_dtype = true;
-                int k = 0;
-                while (k < ST_NDTYPES && strcmp(st_dtypes[k].name, dt)) k++;
-                if (k < ST_NDTYPES) {
-                    e->dtype = st_dtypes[k].dtype;
-                } else {
-                    bool known = false;
-                    for (int u = 0; st_unsupported[u]; u++) known |= !strcmp(st_unsupported[u], dt);
-                    rc = known ? fail(s, "tensor '%s': dtype %s is not supported by ctorch", nm, dt)
-                               : fail(s, "tensor '%s': unknown dtype '%s'", nm, short_name(dt));
-                }
-            }
-            free(dt);
-        } else if (!strcmp(key, "shape")) {
-            if (have_shape) rc = fail(s, "tensor '%s': duplicate key \"shape\"", nm);
-            else if (!jr_expect(c, '[')) rc = json_failed(p);
-            else {
-                have_shape = true;
-                e->ndim = 0;
-                if (!jr_eat(c, ']')) {
-                    do {
-                        uint64_t v;
-                        if (e->ndim == CT_MAX_DIMS) {
-                            rc = fail(s, "tensor '%s': shape has more than %d dimensions", nm, CT_MAX_DIMS);
-                            break;
-                        }
-                        if (!jr_uint(c, INT64_MAX, &v)) break;
-                        e->shape[e->ndim++] = (int64_t)v;
-                    } while (jr_eat(c, ','));
-                    if (!rc && !jr_expect(c, ']')) rc = json_failed(p);
-                }
-            }
-        } else if (!strcmp(key, "data_offsets")) {
-            if (have_offsets) rc = fail(s, "tensor '%s': duplicate key \"data_offsets\"", nm);
-            else if (!jr_expect(c, '[') || !jr_uint(c, UINT64_MAX, &e->begin) || !jr_expect(c, ',') ||
-                     !jr_uint(c, UINT64_MAX, &e->end) || !jr_expect(c, ']'))
-                rc = c->failed ? json_failed(p) : -1;
-            else have_offsets = true;
-        } else if (!jr_skip(c)) {
-            rc = json_failed(p);
-        }
-        free(key);
-        if (rc < 0) return -1;
-        if (c->failed) return json_failed(p);
-    } while (jr_eat(c, ','));
-    if (!jr_expect(c, '}')) return json_failed(p);
+            if (rc < 0) return -1;
+            if (c->failed) return json_failed(p);
+        } while (jr_eat(c, ','));
+        if (!jr_expect(c, '}')) return json_failed(p);
+    }
     if (!have_dtype) return fail(s, "tensor '%s': missing \"dtype\"", nm);
     if (!have_shape) return fail(s, "tensor '%s': missing \"shape\"", nm);
     if (!have_offsets) return fail(s, "tensor '%s': missing \"data_offsets\"", nm);
@@ -208,7 +210,8 @@ static int parse_header(StParse *p, const char *text, size_t n) {
     JsonCur *c = &p->c;
     jr_init(c, text, n);
     if (!jr_expect(c, '{')) return json_failed(p);
-    if (!jr_eat(c, '}')) do {
+    if (jr_eat(c, '}')) return jr_finish(c) ? 0 : json_failed(p);
+    do {
         char *key = NULL;
         if (!jr_string(c, &key, NULL) || !jr_expect(c, ':')) {
             free(key);
@@ -335,7 +338,7 @@ static ct_state_dict *load(IoSrc *s) {
     if (!p.sd || parse_header(&p, header, n) < 0) goto done;
     free(header);
     header = NULL;
-    qsort(p.e, (size_t)p.n, sizeof *p.e, by_name);
+    if (p.n > 1) qsort(p.e, (size_t)p.n, sizeof *p.e, by_name);
     uint64_t data_start = 8 + n, data_len = s->size - data_start;
     if (check_layout(&p, data_len) < 0) goto done;
     for (int i = 0; i < p.n; i++) {

@@ -12,6 +12,7 @@
 #include "ops/ops.h"
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -109,6 +110,8 @@ static int copy_into(TensorImpl *dst, const TensorImpl *src) { return at_copy_(d
 
 /* ---------------------------------------------------------------- cat/stack */
 
+CT_INTERNAL TensorImpl *index_cat_impl(TensorImpl *const *ts, int n, int64_t dim_in);
+
 /* Concatenates ts[0..n-1] (any count) along dim: the shared implementation of
  * the cat and stack rows and of ct_cat for long lists. */
 TensorImpl *index_cat_impl(TensorImpl *const *ts, int n, int64_t dim_in) {
@@ -169,7 +172,7 @@ int fwd_cat(int op, const OpArgs *a, TensorImpl **out) {
     return (out[0] = index_cat_impl(a->t, a->nt, a->i[0])) ? 1 : -1;
 }
 
-TensorImpl *index_stack_impl(TensorImpl *const *ts, int n, int64_t dim_in) {
+static TensorImpl *index_stack_impl(TensorImpl *const *ts, int n, int64_t dim_in) {
     if (n <= 0) return c10_error("stack expects a non-empty TensorList");
     for (int k = 1; k < n; k++) {
         bool same = ts[k]->ndim == ts[0]->ndim;
@@ -463,7 +466,7 @@ int fwd_gather(int op, const OpArgs *a, TensorImpl **out) {
     ELSIZE_SWITCH(c10_elsize[self->dtype], {
         const E *sp = (const E *)s;
         E *dp = (E *)d;
-#pragma omp parallel for if (n > GRAIN)
+_Pragma("omp parallel for if (n > GRAIN)")
         for (int64_t k = 0; k < n; k++) {
             int64_t oa, ob;
             gs_offsets(&w, k, ip[k], &oa, &ob);
@@ -803,7 +806,7 @@ int fwd_index(int op, const OpArgs *a, TensorImpl **out) {
     ELSIZE_SWITCH(c10_elsize[self->dtype], {
         const E *sp = (const E *)s;
         E *dp = (E *)d;
-#pragma omp parallel for if (rows * NQ > GRAIN)
+_Pragma("omp parallel for if (rows * NQ > GRAIN)")
         for (int64_t r = 0; r < rows; r++) {
             const E *src = sp + poff[r / NB] + boff[r % NB];
             E *dst = dp + r * NQ;

@@ -207,6 +207,16 @@ static int run_batched(TensorImpl *A, TensorImpl *B, TensorImpl *C, double alpha
     return fail ? c10_error_int("out of memory") : 0;
 }
 
+/* A contiguous view of the contiguous t with another shape of the same numel. */
+static TensorImpl *reshaped(const TensorImpl *t, const int64_t *shape, int nd) {
+    int64_t st[CT_MAX_DIMS], s = 1;
+    for (int d = nd - 1; d >= 0; d--) {
+        st[d] = s;
+        s *= shape[d] > 1 ? shape[d] : 1;
+    }
+    return c10_as_strided(t, shape, st, nd, t->offset);
+}
+
 /* The product of the canonical views A, B (same dtype, same batch rank; batch
  * sizes equal or broadcast through zero strides), written into a new tensor of
  * shape out_shape (same numel as [bt..., M, N]). init (may be NULL) is
@@ -234,20 +244,20 @@ static TensorImpl *product(const char *op, TensorImpl *A, TensorImpl *B, const i
     TensorImpl *Ac = NULL, *Bc = NULL, *C = NULL;
     if (cd == d) {
         Ac = c10_retain(A), Bc = c10_retain(B);
-        C = c10_view(out, cshape, nd);
+        C = reshaped(out, cshape, nd);
     } else {
         Ac = at_to_dtype(A, cd), Bc = Ac ? at_to_dtype(B, cd) : NULL;
         C = c10_empty(cshape, nd, cd, out->device);
     }
     int rc = (Ac && Bc && C) ? 0 : -1;
     if (!rc && init && beta != 0) {
-        TensorImpl *Cv = c10_view(C, out_shape, out_nd);
+        TensorImpl *Cv = reshaped(C, out_shape, out_nd);
         rc = Cv ? at_copy_(Cv, init) : -1;
         c10_release(Cv);
     }
     if (!rc) rc = run_batched(Ac, Bc, C, alpha, (init && beta != 0) ? beta : 0);
     if (!rc && cd != d) {
-        TensorImpl *Cv = c10_view(C, out_shape, out_nd);
+        TensorImpl *Cv = reshaped(C, out_shape, out_nd);
         rc = Cv ? at_copy_(out, Cv) : -1;
         c10_release(Cv);
     }

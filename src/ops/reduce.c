@@ -211,7 +211,9 @@ static void finish(const RCtx *c, const RState *s, int64_t o, int ct) {
     int64_t es = (int64_t)c10_elsize[c->vdt];
     double v = s->d;
     switch (c->fin) {
-    case FIN_VALUE: store_value(c->vout + o * es, c->vdt, s, ct); return;
+    case FIN_VALUE:
+        store_value(c->vout + o * es, c->vdt, s, c->rk == RK_ALL || c->rk == RK_ANY ? CT_I64 : ct);
+        return;
     case FIN_SCALE: v *= c->scale; break;
     case FIN_NORM:
         if (c->p == 2) v = sqrt(v);
@@ -733,8 +735,8 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
     split3(t, d, &outer, &D, &inner);
     if (t->numel) {
         int nt = nthreads_for(t->numel);
-        if (wdt == CT_FLOAT32) softmax_float(c10_data(x), c10_data(y), outer, D, inner, logm, nt);
-        else softmax_double(c10_data(x), c10_data(y), outer, D, inner, logm, nt);
+        if (wdt == CT_FLOAT32) softmax_float((const float *)c10_data(x), (float *)c10_data(y), outer, D, inner, logm, nt);
+        else softmax_double((const double *)c10_data(x), (double *)c10_data(y), outer, D, inner, logm, nt);
     }
     c10_release(x);
     if (wdt != t->dtype) {

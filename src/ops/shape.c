@@ -153,27 +153,29 @@ int fwd_sum_to_size(int op, const OpArgs *a, TensorImpl **out) {
         if (a->i[i] != 1 && a->i[i] != t->sizes[lead + i])
             return c10_error_int("sum_to_size: size %s is not expandable to size %s", c10_shape_str(a->i, nd),
                                  c10_shape_str(t->sizes, t->ndim));
-    TensorImpl *o = c10_full(a->i, nd, 0, t->dtype, t->device);
-    if (!o) return -1;
-    if (t->device != CT_META && t->numel) {
-        /* o viewed with t's shape through zero strides: accumulate in order */
-        int64_t es = (int64_t)c10_elsize[t->dtype];
-        int64_t ostr[CT_MAX_DIMS] = {0};
-        for (int i = 0; i < nd; i++) ostr[lead + i] = a->i[i] == 1 ? 0 : o->strides[i];
-        char *od = c10_data(o);
-        const char *td = c10_data(t);
-        for (int64_t k = 0; k < t->numel; k++) {
-            int64_t rest = k, off = 0;
-            for (int d = t->ndim - 1; d >= 0; d--) {
-                off += (rest % t->sizes[d]) * ostr[d];
-                rest /= t->sizes[d];
-            }
-            double v = c10_load_double(od + off * es, o->dtype) + c10_load_double(td + c10_linear_offset(t, k), t->dtype);
-            c10_store_double(od + off * es, o->dtype, v);
-        }
+    /* the reduction engine (reduce.c): sum the leading dims and the dims that
+     * shape has as 1, with keepdim, then view as shape */
+    OpArgs s = {.t = {(TensorImpl *)t}, .nt = 1, .i = {1, 0}};
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (d < lead || (a->i[d - lead] == 1 && t->sizes[d] != 1)) s.i[2 + n++] = d;
+    if (n == 0) {
+        TensorImpl *c = at_to_dtype(t, t->dtype);
+        TensorImpl *v = c ? c10_view(c, a->i, nd) : NULL;
+        c10_release(c);
+        return (out[0] = v) ? 1 : -1;
     }
-    out[0] = o;
-    return 1;
+    s.i[1] = n;
+    s.ni = 2 + n;
+    TensorImpl *r = at_call1(OP_sum_dims, &s);
+    if (r && r->dtype != t->dtype) {
+        TensorImpl *c = at_to_dtype(r, t->dtype);
+        c10_release(r);
+        r = c;
+    }
+    TensorImpl *v = r ? c10_view(r, a->i, nd) : NULL;
+    c10_release(r);
+    return (out[0] = v) ? 1 : -1;
 }
 
 /* t[0] = g; i: base ndim nb, base shape[nb], view ndim nv, sizes[nv], strides[nv],

@@ -1,0 +1,445 @@
+"""Parity of the linear-algebra ops (mm bmm matmul mv dot outer addmm baddbmm
+linear) with PyTorch: values for every dtype and layout (contiguous, transposed,
+sliced, expanded), 0-dim/empty/NaN cases, errors, meta shapes, and gradients in
+float64 against torch's (first and second order) plus finite differences."""
+import ctypes
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import CT, T, TP, c_bool, c_double, c_int, lib  # noqa: E402
+
+for _name, _n in [("ct_mm", 2), ("ct_bmm", 2), ("ct_matmul", 2), ("ct_mv", 2), ("ct_dot", 2), ("ct_outer", 2),
+                  ("ct_linear", 3)]:
+    ct.declare(_name, T, [CT] * _n)
+ct.declare("ct_addmm", T, [CT, CT, CT, c_double, c_double])
+ct.declare("ct_baddbmm", T, [CT, CT, CT, c_double, c_double])
+ct.declare("ct_set_requires_grad", c_int, [T, c_bool])
+ct.declare("ct_backward", c_int, [T, CT])
+ct.declare("ct_grad", T, [CT])
+ct.declare("ct_grad_fn_name", ctypes.c_char_p, [CT])
+ct.declare("ct_autograd_grad", c_int, [TP, TP, c_int, TP, c_int, TP, c_bool, c_bool, c_bool])
+
+pytestmark = ct.requires("ct_mm", "ct_matmul", "ct_from_data", "ct_as_strided")
+
+FLOATS = [torch.float32, torch.float64]
+ALL = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+       torch.int8, torch.uint8]
+LAYOUTS = ["contig", "transposed", "sliced", "expanded"]
+GEN = torch.Generator().manual_seed(0)
+
+
+def rand(shape, dtype):
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=GEN, dtype=torch.float64).to(dtype)
+    lo = 0 if dtype == torch.uint8 else -4
+    return torch.randint(lo, 5, shape, generator=GEN, dtype=torch.int64).to(dtype)
+
+
+def make(shape, dtype, layout="contig"):
+    """A torch tensor of `shape` laid out as `layout`."""
+    shape = tuple(shape)
+    if layout == "transposed" and len(shape) >= 2:
+        s = shape[:-2] + (shape[-1], shape[-2])
+        return rand(s, dtype).transpose(-1, -2)
+    if layout == "sliced" and len(shape) >= 1:
+        return rand(shape[:-1] + (shape[-1] * 2,), dtype)[..., ::2]
+    if layout == "expanded" and len(shape) >= 1:
+        return rand((1,) + shape[1:], dtype).expand(shape)
+    return rand(shape, dtype)
+
+
+def ref(fn, *ts):
+    """torch's result; float16 (not supported by torch 1.13 on CPU) via float32."""
+    if any(t.dtype == torch.float16 for t in ts if isinstance(t, torch.Tensor)):
+        r = fn(*[t.float() if isinstance(t, torch.Tensor) and t.dtype == torch.float16 else t for t in ts])
+        return r.half()
+    return fn(*ts)
+
+
+def tol(dtype, k=1):
+    if dtype == torch.float64:
+        return dict(rtol=1e-10, atol=1e-10 * max(k, 1))
+    if dtype == torch.float32:
+        return dict(rtol=1e-5, atol=1e-5 * max(k, 1))
+    if dtype in (torch.float16, torch.bfloat16):
+        return dict(rtol=2e-2, atol=2e-2 * max(k, 1))
+    return dict(rtol=0, atol=0)
+
+
+def call(name, *args):
+    return ct.check(getattr(lib, name)(*args))
+
+
+def compare(name, tfn, tensors, extra=(), k=1):
+    hs = [ct.from_torch(t) if isinstance(t, torch.Tensor) else t for t in tensors]
+    h = call(name, *hs, *extra)
+    want = ref(lambda *ts: tfn(*ts, *extra) if extra else tfn(*ts), *tensors)
+    dt = want.dtype
+    ct.assert_close(h, want, what=f"{name}{[tuple(t.shape) for t in tensors]} {dt}: ", **tol(dt, k))
+    return h
+
+
+# ---------------------------------------------------------------- values
+MM_SHAPES = [((2, 3), (3, 4)), ((1, 1), (1, 1)), ((5, 0), (0, 3)), ((0, 3), (3, 2)), ((3, 2), (2, 0)),
+             ((64, 33), (33, 17)), ((130, 70), (70, 90))]
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("la,lb", [("contig", "contig"), ("transposed", "contig"), ("contig", "transposed"),
+                                   ("transposed", "transposed"), ("sliced", "sliced"), ("expanded", "contig")])
+def test_mm(dtype, la, lb):
+    for sa, sb in MM_SHAPES:
+        a, b = make(sa, dtype, la), make(sb, dtype, lb)
+        compare("ct_mm", torch.mm, [a, b], k=sa[1])
+        compare("ct_matmul", torch.matmul, [a, b], k=sa[1])
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_bmm(dtype):
+    for sa, sb, la, lb in [((4, 2, 3), (4, 3, 5), "contig", "contig"), ((4, 2, 3), (4, 3, 5), "transposed", "sliced"),
+                           ((3, 2, 3), (3, 3, 5), "expanded", "transposed"), ((0, 2, 3), (0, 3, 5), "contig", "contig"),
+                           ((2, 0, 3), (2, 3, 5), "contig", "contig"), ((2, 4, 0), (2, 0, 5), "contig", "contig"),
+                           ((40, 8, 9), (40, 9, 7), "contig", "transposed")]:
+        a, b = make(sa, dtype, la), make(sb, dtype, lb)
+        compare("ct_bmm", torch.bmm, [a, b], k=sa[2])
+
+
+MATMUL_SHAPES = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)), ((5, 2, 3), (3, 4)),
+                 ((5, 2, 3), (3,)), ((3,), (5, 3, 4)), ((2, 3), (5, 3, 4)), ((2, 1, 2, 3), (7, 3, 4)),
+                 ((1, 2, 3), (2, 1, 3, 4)), ((6, 5, 2, 3), (5, 3, 4)), ((0, 2, 3), (3, 5)), ((2, 0), (0, 3)),
+                 ((0,), (0,)), ((3, 4, 5), (3, 5, 2)), ((2, 3, 4, 5), (5,)), ((1,), (2, 1, 3))]
+
+
+@pytest.mark.parametrize("dtype", ALL)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_matmul(dtype, layout):
+    for sa, sb in MATMUL_SHAPES:
+        a, b = make(sa, dtype, layout), make(sb, dtype, "transposed" if layout == "sliced" else layout)
+        compare("ct_matmul", torch.matmul, [a, b], k=sa[-1])
+
+
+def test_matmul_permuted_batch():
+    # batch dims that cannot fold into one stride
+    a = rand((3, 4, 2, 5), torch.float32).permute(1, 0, 2, 3)
+    b = rand((5, 2), torch.float32)
+    compare("ct_matmul", torch.matmul, [a, b], k=5)
+    compare("ct_matmul", torch.matmul, [a, rand((4, 3, 5, 2), torch.float32)], k=5)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_mv_dot_outer(dtype):
+    for layout in LAYOUTS:
+        m, v = make((4, 3), dtype, layout), make((3,), dtype, "sliced" if layout == "transposed" else layout)
+        compare("ct_mv", torch.mv, [m, v], k=3)
+        compare("ct_dot", ref_dot, [v, make((3,), dtype, layout)], k=3)
+        compare("ct_outer", torch.outer, [v, make((5,), dtype, layout)])
+    compare("ct_mv", torch.mv, [make((0, 3), dtype), make((3,), dtype)])
+    compare("ct_mv", torch.mv, [make((2, 0), dtype), make((0,), dtype)])
+    compare("ct_dot", ref_dot, [make((0,), dtype), make((0,), dtype)])
+    compare("ct_outer", torch.outer, [make((0,), dtype), make((3,), dtype)])
+
+
+def ref_dot(a, b):
+    if a.dtype in (torch.float16,):
+        return torch.dot(a.float(), b.float()).half()
+    return torch.dot(a, b)
+
+
+def test_outer_promotes():
+    for da, db in [(torch.int32, torch.float32), (torch.float32, torch.float64), (torch.uint8, torch.int8),
+                   (torch.bool, torch.bool), (torch.bool, torch.int64)]:
+        a, b = make((3,), torch.int64).to(da), make((4,), torch.int64).to(db)
+        compare("ct_outer", torch.outer, [a, b])
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.bfloat16])
+def test_addmm_baddbmm(dtype):
+    for sshape in [(2, 5), (5,), (1, 5), (2, 1), ()]:
+        s = make(sshape, dtype)
+        m1, m2 = make((2, 3), dtype, "transposed"), make((3, 5), dtype)
+        for beta, alpha in [(1.0, 1.0), (0.5, 2.0), (0.0, 1.0), (2.0, 0.0)]:
+            if not dtype.is_floating_point:
+                beta, alpha = float(int(beta)), float(int(alpha))
+            compare("ct_addmm", lambda x, y, z, b, al: torch.addmm(x, y, z, beta=b, alpha=al), [s, m1, m2],
+                    (beta, alpha), k=3)
+    for sshape in [(4, 2, 5), (5,), (2, 1), (4, 1, 5)]:
+        s = make(sshape, dtype)
+        b1, b2 = make((4, 2, 3), dtype, "sliced"), make((4, 3, 5), dtype, "transposed")
+        for beta, alpha in [(1.0, 1.0), (0.5, 2.0), (0.0, 1.0)]:
+            if not dtype.is_floating_point:
+                beta, alpha = float(int(beta)), float(int(alpha))
+            compare("ct_baddbmm", lambda x, y, z, b, al: torch.baddbmm(x, y, z, beta=b, alpha=al), [s, b1, b2],
+                    (beta, alpha), k=3)
+
+
+def test_addmm_beta0_ignores_nan():
+    s = torch.full((2, 5), float("nan"))
+    m1, m2 = make((2, 3), torch.float32), make((3, 5), torch.float32)
+    compare("ct_addmm", lambda x, y, z, b, al: torch.addmm(x, y, z, beta=b, alpha=al), [s, m1, m2], (0.0, 1.0))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.bfloat16, torch.int64])
+def test_linear(dtype):
+    lin = torch.nn.functional.linear
+    for xs, ws, bs in [((2, 3), (4, 3), (4,)), ((2, 3), (4, 3), None), ((3,), (4, 3), (4,)), ((5, 2, 3), (4, 3), (4,)),
+                       ((5, 2, 3), (4, 3), ()), ((2, 3), (3,), ()), ((3,), (3,), None), ((0, 3), (4, 3), (4,)),
+                       ((2, 3), (0, 3), (0,)), ((4, 2, 3), (4, 3), (1,))]:
+        for layout in ["contig", "transposed"]:
+            x, w = make(xs, dtype, layout), make(ws, dtype, layout)
+            b = make(bs, dtype) if bs is not None else None
+            hb = ct.from_torch(b) if b is not None else None
+            h = call("ct_linear", ct.from_torch(x), ct.from_torch(w), hb)
+            ct.assert_close(h, lin(x, w, b), what=f"linear {xs} {ws} {bs}: ", **tol(dtype, xs[-1]))
+
+
+def test_nan_inf():
+    a = torch.tensor([[1.0, float("nan"), 2.0], [float("inf"), 0.0, 1.0]])
+    b = torch.tensor([[1.0, 0.0], [0.0, 1.0], [float("-inf"), 2.0]])
+    compare("ct_mm", torch.mm, [a, b])
+    compare("ct_matmul", torch.matmul, [a, b[:, 0].contiguous()])
+    compare("ct_dot", torch.dot, [a[1], b[:, 0].contiguous()])
+
+
+# ---------------------------------------------------------------- errors
+def err(name, tfn, tensors, extra=()):
+    want = ct.torch_error(lambda: tfn(*tensors, *extra))
+    assert want is not None, "torch does not fail"
+    hs = [ct.from_torch(t) if isinstance(t, torch.Tensor) else t for t in tensors]
+    ct.clear_error()
+    ct.assert_error(getattr(lib, name)(*hs, *extra), want, what=f"{name}: ")
+
+
+F = torch.float32
+D = torch.float64
+
+
+def z(*shape, dtype=F):
+    return torch.zeros(shape, dtype=dtype)
+
+
+def test_errors():
+    lin = torch.nn.functional.linear
+    cases = [
+        ("ct_mm", torch.mm, [z(2, 3), z(4, 5)]),
+        ("ct_mm", torch.mm, [z(3), z(3, 5)]),
+        ("ct_mm", torch.mm, [z(2, 3), z(3)]),
+        ("ct_mm", torch.mm, [z(2, 3), z(3, 5, dtype=D)]),
+        ("ct_mm", torch.mm, [z(2, 3, dtype=torch.bool), z(3, 5, dtype=torch.bool)]),
+        ("ct_mm", torch.mm, [z(2, 3, dtype=torch.int64), z(3, 5, dtype=torch.int32)]),
+        ("ct_bmm", torch.bmm, [z(2, 3), z(3, 5)]),
+        ("ct_bmm", torch.bmm, [z(2, 2, 3), z(3, 5)]),
+        ("ct_bmm", torch.bmm, [z(2, 2, 3), z(3, 3, 5)]),
+        ("ct_bmm", torch.bmm, [z(2, 2, 3), z(2, 4, 5)]),
+        ("ct_bmm", torch.bmm, [z(2, 2, 3), z(2, 3, 5, dtype=D)]),
+        ("ct_bmm", torch.bmm, [z(2, 2, 3, dtype=torch.bool), z(2, 3, 4, dtype=torch.bool)]),
+        ("ct_matmul", torch.matmul, [z(), z(3)]),
+        ("ct_matmul", torch.matmul, [z(3), z()]),
+        ("ct_matmul", torch.matmul, [z(3), z(4)]),
+        ("ct_matmul", torch.matmul, [z(2, 3), z(4)]),
+        ("ct_matmul", torch.matmul, [z(3), z(4, 5)]),
+        ("ct_matmul", torch.matmul, [z(2, 3), z(4, 5)]),
+        ("ct_matmul", torch.matmul, [z(7, 2, 3), z(4, 5)]),
+        ("ct_matmul", torch.matmul, [z(7, 2, 3), z(4)]),
+        ("ct_matmul", torch.matmul, [z(3), z(7, 4, 5)]),
+        ("ct_matmul", torch.matmul, [z(2, 3), z(7, 4, 5)]),
+        ("ct_matmul", torch.matmul, [z(3), z(2, 7, 4, 5)]),
+        ("ct_matmul", torch.matmul, [z(7, 2, 3), z(7, 4, 5)]),
+        ("ct_matmul", torch.matmul, [z(2, 7, 2, 3), z(7, 4, 5)]),
+        ("ct_matmul", torch.matmul, [z(7, 2, 3), z(6, 3, 5)]),
+        ("ct_matmul", torch.matmul, [z(7, 2, 3), z(7, 3, 5, dtype=D)]),
+        ("ct_matmul", torch.matmul, [z(3), z(3, dtype=D)]),
+        ("ct_matmul", torch.matmul, [z(2, 3), z(3, dtype=D)]),
+        ("ct_matmul", torch.matmul, [z(2, 3, dtype=D), z(7, 3, 5)]),
+        ("ct_matmul", torch.matmul, [z(7, 2, 3, dtype=D), z(3, 5)]),
+        ("ct_mv", torch.mv, [z(2, 3), z(4)]),
+        ("ct_mv", torch.mv, [z(2, 3), z(3, 1)]),
+        ("ct_mv", torch.mv, [z(3), z(3)]),
+        ("ct_mv", torch.mv, [z(2, 3), z(3, dtype=D)]),
+        ("ct_mv", torch.mv, [z(2, 3, dtype=torch.bool), z(3, dtype=torch.bool)]),
+        ("ct_dot", torch.dot, [z(3), z(4)]),
+        ("ct_dot", torch.dot, [z(3, 1), z(3)]),
+        ("ct_dot", torch.dot, [z(3), z(3, dtype=D)]),
+        ("ct_dot", torch.dot, [z(3, dtype=torch.bool), z(3, dtype=torch.bool)]),
+        ("ct_outer", torch.outer, [z(3, 1), z(3)]),
+        ("ct_outer", torch.outer, [z(3), z(3, 1)]),
+        ("ct_linear", lin, [z(2, 3), z(4, 5), None]),
+        ("ct_linear", lin, [z(2, 3), z(4, 3), z(3)]),
+        ("ct_linear", lin, [z(), z(4, 3), None]),
+        ("ct_linear", lin, [z(2, 3), z(2, 4, 3), None]),
+        ("ct_linear", lin, [z(2, 3), z(4, 3, dtype=D), None]),
+        ("ct_linear", lin, [z(2, 3), z(4, 3), z(4, dtype=D)]),
+    ]
+    for name, fn, ts in cases:
+        err(name, fn, ts)
+    addmm = lambda s, a, b, be, al: torch.addmm(s, a, b, beta=be, alpha=al)  # noqa: E731
+    baddbmm = lambda s, a, b, be, al: torch.baddbmm(s, a, b, beta=be, alpha=al)  # noqa: E731
+    for ts in [[z(3, 3), z(2, 3), z(3, 5)], [z(5, dtype=D), z(2, 3), z(3, 5)], [z(5), z(2, 3), z(4, 5)],
+               [z(5), z(3), z(3, 5)], [z(5), z(2, 3), z(3, 5, dtype=D)]]:
+        err("ct_addmm", addmm, ts, (1.0, 1.0))
+    for ts in [[z(2, 2, 5), z(2, 2, 3), z(2, 4, 5)], [z(3, 2, 5), z(2, 2, 3), z(2, 3, 5)],
+               [z(2, 5), z(2, 3), z(2, 3, 5)], [z(2, 2, 5), z(2, 2, 3), z(2, 3, 5, dtype=D)]]:
+        err("ct_baddbmm", baddbmm, ts, (1.0, 1.0))
+
+
+def test_null_keeps_error():
+    ct.clear_error()
+    assert lib.ct_mm(None, ct.from_torch(z(2, 2))) is None
+    assert lib.ct_matmul(ct.from_torch(z(2, 2)), None) is None
+
+
+# ---------------------------------------------------------------- meta
+def meta(t):
+    return ct.check(lib.ct_empty_on(ct.i64(t.shape), t.dim(), ct.ct_dtype_of_torch(t.dtype), ct.CT_META))
+
+
+def test_meta_shapes():
+    for sa, sb in MATMUL_SHAPES + MM_SHAPES:
+        a, b = z(*sa), z(*sb)
+        h = call("ct_matmul", meta(a), meta(b))
+        assert lib.ct_device_of(h) == ct.CT_META
+        assert ct.shape(h) == tuple(torch.matmul(a, b).shape)
+    h = call("ct_bmm", meta(z(4, 2, 3)), meta(z(4, 3, 5)))
+    assert ct.shape(h) == (4, 2, 5)
+    h = call("ct_linear", meta(z(5, 2, 3)), meta(z(4, 3)), meta(z(4)))
+    assert ct.shape(h) == (5, 2, 4)
+    h = call("ct_addmm", meta(z(5)), meta(z(2, 3)), meta(z(3, 5)), 1.0, 1.0)
+    assert ct.shape(h) == (2, 5)
+    h = call("ct_outer", meta(z(3)), meta(z(4)))
+    assert ct.shape(h) == (3, 4)
+    # errors on meta too
+    ct.clear_error()
+    ct.assert_error(lib.ct_matmul(meta(z(7, 2, 3)), meta(z(4, 5))),
+                    "mat1 and mat2 shapes cannot be multiplied (14x3 and 4x5)")
+    ct.assert_error(lib.ct_addmm(meta(z(3, 3)), meta(z(2, 3)), meta(z(3, 5)), 1.0, 1.0),
+                    "The expanded size of the tensor (5) must match the existing size (3)")
+
+
+# ---------------------------------------------------------------- gradients
+def leaf(t):
+    h = ct.from_torch(t.detach())
+    ct.check_int(lib.ct_set_requires_grad(h, True))
+    return h
+
+
+def grads_of(h_out, hs, g):
+    """d<out, g>/d inputs through ct_autograd_grad, (retain, create) graph."""
+    n = len(hs)
+    outs = (ctypes.c_void_p * 1)(h_out)
+    gos = (ctypes.c_void_p * 1)(ct.from_torch(g))
+    ins = (ctypes.c_void_p * n)(*hs)
+    res = (ctypes.c_void_p * n)()
+    ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, n, res, True, True, True))
+    return [res[k] for k in range(n)]
+
+
+def check_grads(name, tfn, tensors, extra=(), second=True):
+    hs = [leaf(t) if isinstance(t, torch.Tensor) else None for t in tensors]
+    tt = [t.detach().requires_grad_(True) if isinstance(t, torch.Tensor) else None for t in tensors]
+    out = tfn(*tt, *extra)
+    h = call(name, *hs, *extra)
+    ct.assert_close(h, out.detach(), rtol=1e-10, atol=1e-10, what=f"{name} forward: ")
+    g = torch.randn(out.shape, generator=GEN, dtype=torch.float64)
+    used = [k for k, t in enumerate(tt) if t is not None]
+    tg = torch.autograd.grad(out, [tt[k] for k in used], g, create_graph=True, allow_unused=True)
+    cg = grads_of(h, [hs[k] for k in used], g)
+    for k, want, got in zip(used, tg, cg):
+        if want is None:
+            continue
+        assert got, f"{name}: no gradient for input {k}"
+        ct.assert_close(got, want.detach(), rtol=1e-9, atol=1e-9, what=f"{name} grad {k}: ")
+    if not second:
+        return
+    # second order: d<grad_k, v>/d inputs
+    for k, want, got in zip(used, tg, cg):
+        if want is None or not want.requires_grad:
+            continue
+        v = torch.randn(want.shape, generator=GEN, dtype=torch.float64)
+        tgg = torch.autograd.grad(want, [tt[j] for j in used], v, retain_graph=True, allow_unused=True)
+        cgg = grads_of(got, [hs[j] for j in used], v)
+        for j, w2, g2 in zip(used, tgg, cgg):
+            if w2 is None:
+                continue
+            if not g2:
+                assert float(w2.abs().max()) == 0, f"{name}: missing second-order grad {k}->{j}"
+                continue
+            ct.assert_close(g2, w2.detach(), rtol=1e-9, atol=1e-9, what=f"{name} grad2 {k}->{j}: ")
+
+
+def fd_check(name, tfn, tensors, extra=()):
+    """Finite differences of <op(x), g> in float64 against ctorch's gradients."""
+    hs = [leaf(t) for t in tensors]
+    h = call(name, *hs, *extra)
+    out = ct.to_torch(h)
+    g = torch.randn(out.shape, generator=GEN, dtype=torch.float64)
+    cg = grads_of(h, hs, g)
+    eps = 1e-6
+    for k, t in enumerate(tensors):
+        got = ct.to_torch(cg[k]).reshape(-1)
+        base = t.detach().clone().contiguous()
+        for i in range(base.numel()):
+            p, m = base.clone(), base.clone()
+            p.view(-1)[i] += eps
+            m.view(-1)[i] -= eps
+            args_p = [p if j == k else tensors[j] for j in range(len(tensors))]
+            args_m = [m if j == k else tensors[j] for j in range(len(tensors))]
+            fp = (ct.to_torch(call(name, *[ct.from_torch(a) for a in args_p], *extra)) * g).sum()
+            fm = (ct.to_torch(call(name, *[ct.from_torch(a) for a in args_m], *extra)) * g).sum()
+            num = float(fp - fm) / (2 * eps)
+            assert math.isclose(num, float(got[i]), rel_tol=1e-5, abs_tol=1e-6), f"{name} fd input {k}[{i}]"
+
+
+GRAD = pytest.mark.skipif(not ct.has("ct_autograd_grad", "ct_set_requires_grad"), reason="no autograd")
+
+
+@GRAD
+@pytest.mark.parametrize("layout", ["contig", "transposed", "sliced"])
+def test_grads(layout):
+    mk = lambda *s: make(s, D, layout)  # noqa: E731
+    check_grads("ct_mm", torch.mm, [mk(3, 4), mk(4, 2)])
+    check_grads("ct_bmm", torch.bmm, [mk(2, 3, 4), mk(2, 4, 5)])
+    for sa, sb in MATMUL_SHAPES:
+        if 0 in sa or 0 in sb:
+            continue
+        check_grads("ct_matmul", torch.matmul, [mk(*sa), mk(*sb)])
+    check_grads("ct_mv", torch.mv, [mk(3, 4), mk(4)])
+    check_grads("ct_dot", torch.dot, [mk(4), mk(4)])
+    check_grads("ct_outer", torch.outer, [mk(3), mk(4)])
+    addmm = lambda s, a, b, be, al: torch.addmm(s, a, b, beta=be, alpha=al)  # noqa: E731
+    baddbmm = lambda s, a, b, be, al: torch.baddbmm(s, a, b, beta=be, alpha=al)  # noqa: E731
+    check_grads("ct_addmm", addmm, [mk(5), mk(2, 3), mk(3, 5)], (0.5, 2.0))
+    check_grads("ct_addmm", addmm, [mk(2, 5), mk(2, 3), mk(3, 5)], (1.0, 1.0))
+    check_grads("ct_baddbmm", baddbmm, [mk(2, 1, 5), mk(2, 2, 3), mk(2, 3, 5)], (0.5, -1.5))
+    lin = torch.nn.functional.linear
+    check_grads("ct_linear", lin, [mk(2, 3), mk(4, 3), mk(4)])
+    check_grads("ct_linear", lin, [mk(5, 2, 3), mk(4, 3), mk(4)])
+    check_grads("ct_linear", lin, [mk(3), mk(4, 3), mk(4)])
+    check_grads("ct_linear", lin, [mk(2, 3), mk(3), make((), D)])
+    check_grads("ct_linear", lin, [mk(3), mk(3), None])
+
+
+@GRAD
+def test_grads_broadcast_expanded():
+    a = make((1, 2, 3), D, "expanded").expand(4, 2, 3)
+    check_grads("ct_matmul", torch.matmul, [a, make((3, 5), D)])
+    check_grads("ct_matmul", torch.matmul, [make((4, 1, 2, 3), D), make((5, 3, 2), D, "transposed")])
+
+
+@GRAD
+def test_grad_fn_names():
+    a, b = leaf(make((2, 3), D)), leaf(make((3, 4), D))
+    assert lib.ct_grad_fn_name(call("ct_matmul", a, b)) == b"MmBackward0"
+    assert lib.ct_grad_fn_name(call("ct_mm", a, b)) == b"MmBackward0"
+
+
+@GRAD
+def test_finite_differences():
+    fd_check("ct_mm", torch.mm, [make((2, 3), D), make((3, 2), D, "transposed")])
+    fd_check("ct_matmul", torch.matmul, [make((2, 2, 3), D), make((3,), D)])
+    fd_check("ct_matmul", torch.matmul, [make((3,), D), make((2, 3, 2), D)])
+    fd_check("ct_addmm", None, [make((2,), D), make((2, 3), D), make((3, 2), D)], (0.5, 1.5))
+    fd_check("ct_linear", None, [make((2, 3), D), make((2, 3), D), make((2,), D)])

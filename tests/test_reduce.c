@@ -1,0 +1,219 @@
+/* test_reduce.c: reductions, scans and softmax (values, dtypes, shapes,
+ * errors, gradients). Expected values are worked out by hand here; the parity
+ * tests (tests/parity/test_reduce.py) compare with PyTorch. */
+#include "harness.h"
+#include <stdlib.h>
+
+static ct_tensor *arange_f(int64_t n, const int64_t *shape, int ndim) {
+    ct_tensor *a = ct_arange(0, (double)n, 1, CT_FLOAT32);
+    return ct_reshape(a, shape, ndim);
+}
+static double at(const ct_tensor *t, int64_t i) {
+    double buf[4096];
+    if (ct_numel(t) > 4096 || ct_copy_to_buffer(t, buf, CT_FLOAT64) < 0) return NAN;
+    return buf[i];
+}
+
+TEST(sum_basic) {
+    ct_tensor *a = arange_f(6, CT_SHAPE(2, 3));
+    ct_tensor *s = ct_sum(a);
+    CHECK(s && ct_ndim(s) == 0);
+    CHECK_NEAR(ct_item(s), 15, 0);
+    ct_tensor *s0 = ct_sum_dims(a, CT_DIMS(0), false);
+    CHECK_EQ_INT(ct_ndim(s0), 1);
+    CHECK_EQ_INT(ct_size(s0, 0), 3);
+    CHECK_NEAR(at(s0, 0), 3, 0);
+    CHECK_NEAR(at(s0, 2), 7, 0);
+    ct_tensor *s1 = ct_sum_dims(a, CT_DIMS(-1), true);
+    CHECK_EQ_INT(ct_ndim(s1), 2);
+    CHECK_EQ_INT(ct_size(s1, 1), 1);
+    CHECK_NEAR(at(s1, 0), 3, 0);
+    CHECK_NEAR(at(s1, 1), 12, 0);
+    ct_tensor *t = ct_t(a); /* non-contiguous */
+    ct_tensor *st = ct_sum_dims(t, CT_DIMS(0), false);
+    CHECK_NEAR(at(st, 0), 3, 0);
+    CHECK_NEAR(at(st, 1), 12, 0);
+}
+
+TEST(sum_dtypes) {
+    ct_tensor *i = ct_arange(0, 5, 1, CT_INT32);
+    ct_tensor *s = ct_sum(i);
+    CHECK_EQ_INT(ct_dtype_of(s), CT_INT64);
+    CHECK_NEAR(ct_item(s), 10, 0);
+    ct_tensor *b = ct_ones(CT_SHAPE(4), CT_BOOL);
+    CHECK_EQ_INT(ct_dtype_of(ct_sum(b)), CT_INT64);
+    CHECK_NEAR(ct_item(ct_sum(b)), 4, 0);
+    ct_tensor *h = ct_ones(CT_SHAPE(3000), CT_FLOAT16);
+    ct_tensor *hs = ct_sum(h);
+    CHECK_EQ_INT(ct_dtype_of(hs), CT_FLOAT16);
+    CHECK_NEAR(ct_item(hs), 3000, 0);
+    CHECK_ERR(ct_mean(i), "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Int");
+    CHECK_EQ_INT(ct_dtype_of(ct_prod(i)), CT_INT64);
+    CHECK_NEAR(ct_item(ct_prod(ct_arange(1, 6, 1, CT_INT64))), 120, 0);
+}
+
+TEST(sum_large) {
+    /* 16M ones plus a ramp: exact in double accumulation */
+    int64_t n = 1 << 24;
+    ct_tensor *a = ct_full(CT_SHAPE(n), 0.5, CT_FLOAT32);
+    CHECK_NEAR(ct_item(ct_sum(a)), (double)n * 0.5, 1e-7);
+    ct_tensor *m = ct_reshape(a, CT_SHAPE(4096, 4096));
+    ct_tensor *r0 = ct_sum_dims(m, CT_DIMS(0), false);
+    ct_tensor *r1 = ct_sum_dims(m, CT_DIMS(1), false);
+    CHECK_NEAR(at(r0, 17), 2048, 1e-7);
+    CHECK_NEAR(at(r1, 4095), 2048, 1e-7);
+    CHECK_NEAR(ct_item(ct_mean(a)), 0.5, 1e-7);
+}
+
+TEST(empty_and_scalar) {
+    ct_tensor *e = ct_zeros(CT_SHAPE(0, 3), CT_FLOAT32);
+    CHECK_NEAR(ct_item(ct_sum(e)), 0, 0);
+    CHECK_NEAR(ct_item(ct_prod(e)), 1, 0);
+    ct_tensor *s0 = ct_sum_dims(e, CT_DIMS(0), false);
+    CHECK_EQ_INT(ct_numel(s0), 3);
+    CHECK(isnan(ct_item(ct_mean(e))));
+    CHECK_ERR(ct_max(e), "max(): Expected reduction dim to be specified for input.numel() == 0.");
+    CHECK_ERR(ct_amax(e, CT_DIMS(0), false), "amax(): Expected reduction dim 0 to have non-zero size.");
+    ct_tensor *v = NULL, *ix = NULL;
+    CHECK_ERR_INT(ct_max_dim(e, 0, false, &v, &ix), "max(): Expected reduction dim 0 to have non-zero size.");
+    CHECK_EQ_INT(ct_max_dim(e, 1, false, &v, &ix), 0);
+    CHECK_EQ_INT(ct_numel(v), 0);
+    ct_tensor *sc = ct_scalar(5);
+    CHECK_NEAR(ct_item(ct_sum_dims(sc, CT_DIMS(0), false)), 5, 0);
+    CHECK_ERR(ct_sum_dims(sc, CT_DIMS(1), false), "Dimension out of range");
+    CHECK_NEAR(ct_item(ct_softmax(sc, 0)), 1, 0);
+}
+
+TEST(dim_errors) {
+    ct_tensor *a = arange_f(6, CT_SHAPE(2, 3));
+    CHECK_ERR(ct_sum_dims(a, CT_DIMS(5), false), "Dimension out of range (expected to be in range of [-2, 1], but got 5)");
+    CHECK_ERR(ct_sum_dims(a, CT_DIMS(0, -2), false), "dim 0 appears multiple times in the list of dims");
+    CHECK_ERR(ct_var(ct_arange(0, 3, 1, CT_INT64), NULL, 0, 1, false), "std and var only support floating point and complex dtypes");
+    CHECK_ERR(ct_argmax(ct_ones(CT_SHAPE(2), CT_BOOL), false, 0, false), "\"argmax_cpu\" not implemented for 'Bool'");
+    CHECK(ct_sum(NULL) == NULL);
+}
+
+TEST(max_min) {
+    float d[] = {1, 5, 3, 5, -2, 0};
+    ct_tensor *a = ct_from_data(d, CT_SHAPE(2, 3), CT_FLOAT32);
+    CHECK_NEAR(ct_item(ct_max(a)), 5, 0);
+    CHECK_NEAR(ct_item(ct_min(a)), -2, 0);
+    ct_tensor *v, *ix;
+    CHECK_EQ_INT(ct_max_dim(a, 1, false, &v, &ix), 0);
+    CHECK_NEAR(at(v, 0), 5, 0);
+    CHECK_NEAR(at(v, 1), 5, 0);
+    CHECK_NEAR(at(ix, 0), 1, 0);
+    CHECK_NEAR(at(ix, 1), 0, 0);
+    CHECK_EQ_INT(ct_dtype_of(ix), CT_INT64);
+    CHECK_EQ_INT(ct_min_dim(a, 0, true, &v, &ix), 0);
+    CHECK_EQ_INT(ct_ndim(v), 2);
+    CHECK_NEAR(at(v, 1), -2, 0);
+    CHECK_NEAR(at(ix, 1), 1, 0);
+    CHECK_NEAR(ct_item(ct_argmax(a, false, 0, false)), 1, 0);
+    CHECK_NEAR(ct_item(ct_argmin(a, false, 0, false)), 4, 0);
+    ct_tensor *am = ct_amax(a, CT_DIMS(0), false);
+    CHECK_NEAR(at(am, 0), 5, 0);
+    CHECK_NEAR(at(am, 2), 3, 0);
+    float n[] = {1, NAN, 3};
+    ct_tensor *na = ct_from_data(n, CT_SHAPE(3), CT_FLOAT32);
+    CHECK(isnan(ct_item(ct_max(na))));
+    CHECK_NEAR(ct_item(ct_argmax(na, false, 0, false)), 1, 0);
+}
+
+TEST(var_std_norm_lse) {
+    float d[] = {1, 2, 3, 4};
+    ct_tensor *a = ct_from_data(d, CT_SHAPE(4), CT_FLOAT32);
+    CHECK_NEAR(ct_item(ct_var(a, NULL, 0, 1, false)), 5.0 / 3, 1e-6);
+    CHECK_NEAR(ct_item(ct_var(a, NULL, 0, 0, false)), 1.25, 1e-6);
+    CHECK_NEAR(ct_item(ct_std(a, NULL, 0, 1, false)), sqrt(5.0 / 3), 1e-6);
+    CHECK_NEAR(ct_item(ct_norm(a, 2, NULL, 0, false)), sqrt(30.0), 1e-6);
+    CHECK_NEAR(ct_item(ct_norm(a, 1, NULL, 0, false)), 10, 1e-6);
+    CHECK_NEAR(ct_item(ct_norm(a, INFINITY, NULL, 0, false)), 4, 1e-6);
+    CHECK_NEAR(ct_item(ct_norm(a, 3, NULL, 0, false)), pow(100, 1.0 / 3), 1e-6);
+    CHECK_NEAR(ct_item(ct_logsumexp(a, CT_DIMS(0), false)), log(exp(1) + exp(2) + exp(3) + exp(4)), 1e-6);
+    float inf[] = {-INFINITY, -INFINITY};
+    CHECK(isinf(ct_item(ct_logsumexp(ct_from_data(inf, CT_SHAPE(2), CT_FLOAT32), CT_DIMS(0), false))));
+}
+
+TEST(all_any) {
+    float d[] = {1, 0, 2, 3};
+    ct_tensor *a = ct_from_data(d, CT_SHAPE(2, 2), CT_FLOAT32);
+    ct_tensor *al = ct_all(a);
+    CHECK_EQ_INT(ct_dtype_of(al), CT_BOOL);
+    CHECK_NEAR(ct_item(al), 0, 0);
+    CHECK_NEAR(ct_item(ct_any(a)), 1, 0);
+    ct_tensor *r = ct_all_dims(a, CT_DIMS(1), false);
+    CHECK_NEAR(at(r, 0), 0, 0);
+    CHECK_NEAR(at(r, 1), 1, 0);
+    CHECK_EQ_INT(ct_dtype_of(ct_all(ct_ones(CT_SHAPE(2), CT_UINT8))), CT_UINT8);
+}
+
+TEST(scans) {
+    ct_tensor *a = arange_f(6, CT_SHAPE(2, 3));
+    ct_tensor *c = ct_cumsum(a, 1);
+    CHECK_NEAR(at(c, 2), 3, 0);
+    CHECK_NEAR(at(c, 5), 12, 0);
+    ct_tensor *c0 = ct_cumsum(a, 0);
+    CHECK_NEAR(at(c0, 4), 5, 0);
+    ct_tensor *p = ct_cumprod(ct_add_scalar(a, 1), 1);
+    CHECK_NEAR(at(p, 2), 6, 0);
+    CHECK_NEAR(at(p, 5), 120, 0);
+    CHECK_EQ_INT(ct_dtype_of(ct_cumsum(ct_ones(CT_SHAPE(3), CT_BOOL), 0)), CT_INT64);
+}
+
+TEST(softmax_values) {
+    float d[] = {1, 2, 3, 1, 1, 1};
+    ct_tensor *a = ct_from_data(d, CT_SHAPE(2, 3), CT_FLOAT32);
+    ct_tensor *s = ct_softmax(a, 1);
+    double z = exp(1) + exp(2) + exp(3);
+    CHECK_NEAR(at(s, 0), exp(1) / z, 1e-6);
+    CHECK_NEAR(at(s, 2), exp(3) / z, 1e-6);
+    CHECK_NEAR(at(s, 4), 1.0 / 3, 1e-6);
+    ct_tensor *l = ct_log_softmax(a, -1);
+    CHECK_NEAR(at(l, 0), 1 - log(z), 1e-6);
+    ct_tensor *s0 = ct_softmax(a, 0);
+    CHECK_NEAR(at(s0, 0), 0.5, 1e-6);
+    CHECK_NEAR(at(s0, 2), exp(3) / (exp(3) + exp(1)), 1e-6);
+    CHECK_ERR(ct_softmax(ct_ones(CT_SHAPE(2), CT_INT64), 0), "not implemented for 'Long'");
+}
+
+TEST(grads) {
+    float d[] = {1, 2, 0, 4, 5, 6};
+    ct_tensor *a = ct_from_data(d, CT_SHAPE(2, 3), CT_FLOAT32);
+    ct_set_requires_grad(a, true);
+    ct_tensor *s = ct_sum(ct_mul(ct_sum_dims(a, CT_DIMS(1), false), ct_sum_dims(a, CT_DIMS(1), false)));
+    CHECK_EQ_INT(ct_backward(s, NULL), 0);
+    ct_tensor *g = ct_grad(a);
+    CHECK(g);
+    CHECK_NEAR(at(g, 0), 6, 0);
+    CHECK_NEAR(at(g, 5), 30, 0);
+    ct_zero_grad(a, true);
+    /* prod with one zero: d/dx2 = 1*2 = 2, others 0 */
+    ct_tensor *p = ct_prod_dim(a, 1, false);
+    CHECK_EQ_INT(ct_backward(ct_sum(p), NULL), 0);
+    g = ct_grad(a);
+    CHECK_NEAR(at(g, 0), 0, 0);
+    CHECK_NEAR(at(g, 2), 2, 0);
+    CHECK_NEAR(at(g, 3), 30, 0);
+    CHECK_STR(ct_grad_fn_name(p), "ProdBackward1");
+    ct_zero_grad(a, true);
+    ct_tensor *m = ct_max(a);
+    CHECK_STR(ct_grad_fn_name(m), "MaxBackward1");
+    CHECK_EQ_INT(ct_backward(m, NULL), 0);
+    CHECK_NEAR(at(ct_grad(a), 5), 1, 0);
+}
+
+int main(void) {
+    RUN(sum_basic);
+    RUN(sum_dtypes);
+    RUN(sum_large);
+    RUN(empty_and_scalar);
+    RUN(dim_errors);
+    RUN(max_min);
+    RUN(var_std_norm_lse);
+    RUN(all_any);
+    RUN(scans);
+    RUN(softmax_values);
+    RUN(grads);
+    return REPORT();
+}
