@@ -166,6 +166,33 @@ TEST(anomaly_mode_names_the_node) {
     ct_set_detect_anomaly(prev);
 }
 
+/* In-place ops on views of non-leaves rebase the base's history (CopySlices). */
+TEST(inplace_on_a_view_reaches_the_base) {
+    ct_tensor *x = ct_from_data((double[]){0.5, 1, 1.5, 2}, CT_SHAPE(4), CT_FLOAT64);
+    ct_set_requires_grad(x, true);
+    ct_tensor *y = ct_mul_scalar(x, 1);
+    ct_tensor *v = ct_narrow(y, 0, 1, 2);
+    CHECK_EQ_INT(ct_sin_(v), 0);
+    CHECK_STR(ct_grad_fn_name(y), "CopySlices");
+    ct_tensor *z = ct_mul(y, y); /* y = [x0, sin x1, sin x2, x3] */
+    CHECK_EQ_INT(ct_backward(z, ct_ones(CT_SHAPE(4), CT_FLOAT64)), 0);
+    double g[4];
+    ct_copy_to_buffer(ct_grad(x), g, CT_FLOAT64);
+    CHECK_NEAR(g[0], 2 * 0.5, 1e-12);
+    CHECK_NEAR(g[1], 2 * sin(1.0) * cos(1.0), 1e-12);
+    CHECK_NEAR(g[2], 2 * sin(1.5) * cos(1.5), 1e-12);
+    CHECK_NEAR(g[3], 2 * 2, 1e-12);
+    /* a view of a leaf that requires grad cannot be modified in place */
+    CHECK_ERR_INT(ct_mul_scalar_(ct_narrow(x, 0, 0, 2), 2), "a view of a leaf Variable that requires grad");
+    /* writing a tensor that requires grad into a view of a plain tensor */
+    ct_tensor *buf = ct_zeros(CT_SHAPE(3), CT_FLOAT64), *w = ct_scalar_dtype(2, CT_FLOAT64);
+    ct_set_requires_grad(w, true);
+    CHECK_EQ_INT(ct_copy_(ct_select(buf, 0, 1), ct_mul_scalar(w, 3)), 0);
+    CHECK(ct_requires_grad(buf));
+    CHECK_EQ_INT(ct_backward(buf, ct_from_data((double[]){1, 10, 100}, CT_SHAPE(3), CT_FLOAT64)), 0);
+    CHECK_NEAR(ct_item(ct_grad(w)), 30, 1e-12);
+}
+
 TEST(long_chain_frees_without_recursion) {
     ct_tensor *x = leaf(0.5);
     ct_scope_begin();
@@ -193,6 +220,7 @@ int main(void) {
     RUN(hooks_and_retain_grad);
     RUN(views_backward);
     RUN(anomaly_mode_names_the_node);
+    RUN(inplace_on_a_view_reaches_the_base);
     RUN(long_chain_frees_without_recursion);
     return REPORT();
 }

@@ -332,6 +332,7 @@ TEST(safetensors_malformed) {
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4],\"data_offsets\":[0,4]}}", 4, "overflows"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", 4,
          "shape has more than 16 dimensions"},
+        {"{\"a\":{\"dtype\":\"I32\",\"shape\":[0,3333333333333333333,2592],\"data_offsets\":[0,0]}}", 0, "overflows"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}", 4, "expected ','"},
         {"{\"a\":[1,2]}", 0, "expected '{'"},
         {"{\"a\\u0000b\":{}}", 0, "\\u0000"},
@@ -520,6 +521,7 @@ TEST(npy_malformed) {
         {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4), }", 8, "too many bytes"},
         {1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1), }", 8, "more than 16 dimensions"},
         {4, "{}", 0, "unsupported .npy format version 4.0"},
+        {1, "{'descr': '<i4', 'fortran_order': False, 'shape': (0, 3333333333333333333, 2592), }", 0, "too many bytes"},
     };
     char data[32] = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

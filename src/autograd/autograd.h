@@ -84,6 +84,14 @@ struct Node {
     TensorImpl *buffer[OP_MAX_OUTS];
 };
 
+/* A CopySlices node's data: the in-place op's node and the view's geometry
+ * relative to its base (as elements of a contiguous tensor of the base's shape). */
+typedef struct CopySlicesInfo {
+    Node *fn;
+    int ndim;
+    int64_t sizes[CT_MAX_DIMS], strides[CT_MAX_DIMS], offset;
+} CopySlicesInfo;
+
 struct AutogradMeta {
     TensorImpl *grad;         /* .grad */
     Node *grad_fn;            /* history of a non-leaf (strong) */

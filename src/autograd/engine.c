@@ -169,14 +169,14 @@ static TensorImpl *shape_gradient(TensorImpl *gi, const InputMeta *m) {
     return r;
 }
 
-static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi) {
+static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *needs) {
     int mark = ag_frame_begin();
     BackwardCtx c = {.node = n, .go = inputs, .args = &n->args};
     int rc = 0;
     for (int k = 0; k < n->num_inputs && rc == 0; k++)
         if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = F(ag_zeros_like_meta(&n->out_meta[k]))))
             rc = -1;
-    for (int k = 0; k < n->num_next; k++) c.needs[k] = n->next[k].fn && n->next[k].fn->needed;
+    for (int k = 0; k < n->num_next; k++) c.needs[k] = needs ? needs[k] : n->next[k].fn && n->next[k].fn->needed;
     if (n->released && (deriv_info[n->op].flags & 0xfff)) /* its saved tensors are gone */
         rc = ag_unpack(n, &n->saved_in[0], 0) ? 0 : -1;
     for (int k = 0; k < OP_MAX_TENSORS && rc == 0; k++)
@@ -192,6 +192,38 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi) {
             gi[k] = NULL;
         }
     }
+    ag_frame_end(mark);
+    return rc;
+}
+
+/* CopySlices (see variable.c): grad is the base's gradient. */
+static int apply_copy_slices(Node *n, TensorImpl *grad, TensorImpl **gi) {
+    CopySlicesInfo *cs = n->extra;
+    int mark = ag_frame_begin(), rc = -1;
+    TensorImpl *result = grad ? ag_unary(OP_clone, grad) : ag_zeros_like_meta(&n->in_meta[0]);
+    if (!result) goto out;
+    OpArgs a = {.t = {result}, .nt = 1, .ni = 2 * cs->ndim + 2};
+    memcpy(a.i, cs->sizes, sizeof(int64_t) * (size_t)cs->ndim);
+    memcpy(a.i + cs->ndim, cs->strides, sizeof(int64_t) * (size_t)cs->ndim);
+    a.i[2 * cs->ndim] = cs->ndim;
+    a.i[2 * cs->ndim + 1] = cs->offset + result->offset;
+    TensorImpl *view = F(ag_call1(OP_as_strided, &a));
+    TensorImpl *go[OP_MAX_OUTS] = {F(ag_unary(OP_clone, view))};
+    if (!go[0]) goto out;
+    bool needs[OP_MAX_TENSORS] = {true};
+    for (int k = 1; k < n->num_next; k++) needs[k] = n->next[k].fn && n->next[k].fn->needed;
+    TensorImpl *fgi[OP_MAX_TENSORS] = {0};
+    if (apply_op(cs->fn, go, fgi, needs) < 0) goto out;
+    /* the view's old value gets fgi[0]; the op's other inputs get theirs */
+    int r = fgi[0] ? at_copy_(view, fgi[0]) : c10_fill(view, 0);
+    c10_release(fgi[0]);
+    if (r < 0) goto out;
+    gi[0] = result;
+    result = NULL;
+    for (int k = 1; k < n->num_next; k++) gi[k] = fgi[k];
+    rc = 0;
+out:
+    c10_release(result);
     ag_frame_end(mark);
     return rc;
 }
@@ -274,8 +306,11 @@ static int run_node(GraphTask *g, Node *n) {
     case NODE_CUSTOM:
         rc = ag_custom_apply(n, inputs, gi);
         break;
+    case NODE_COPY_SLICES:
+        rc = apply_copy_slices(n, inputs[0], gi);
+        break;
     default:
-        rc = apply_op(n, inputs, gi);
+        rc = apply_op(n, inputs, gi, NULL);
         break;
     }
     if (rc == 0) rc = ag_anomaly_check(n, gi);

@@ -218,16 +218,18 @@ static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl
     }
     for (int j = 0; j < n; j++)
         if (out[j] && differentiable_dtype(out[j]->dtype)) ag_set_history(out[j], node, j);
-    if (flags & F_VIEW) { /* remember the base, for in-place ops on the view */
-        AutogradMeta *m = out[0] ? ag_meta(out[0]) : NULL;
-        if (m) {
-            TensorImpl *base = a->t[0]->autograd && a->t[0]->autograd->is_view ? a->t[0]->autograd->base : a->t[0];
-            m->is_view = true;
-            c10_release(m->base);
-            m->base = c10_retain(base);
-        }
-    }
     return node;
+}
+
+/* A view remembers its base (the base of its input when that is a view too),
+ * so that an in-place op on it can rebase the base's history. */
+static void mark_view(TensorImpl *view, TensorImpl *input) {
+    AutogradMeta *m = view ? ag_meta(view) : NULL;
+    if (!m) return;
+    TensorImpl *base = input->autograd && input->autograd->is_view ? input->autograd->base : input;
+    m->is_view = true;
+    c10_release(m->base);
+    m->base = c10_retain(base);
 }
 
 static bool needs_history(int op, const OpArgs *a) {
@@ -239,6 +241,7 @@ static bool needs_history(int op, const OpArgs *a) {
 
 int ag_call(int op, const OpArgs *a, TensorImpl **out) {
     int n = at_call(op, a, out);
+    if (n > 0 && (deriv_info[op].flags & F_VIEW) && ag_grad_enabled()) mark_view(out[0], a->t[0]);
     if (n < 0 || !needs_history(op, a)) return n;
     Node *node = record(op, a, out, n, NULL);
     if (!node) {
@@ -256,7 +259,53 @@ TensorImpl *ag_call1(int op, const OpArgs *a) {
     return n > 0 ? out[0] : NULL;
 }
 
-CT_INTERNAL int ag_rebase_view(TensorImpl *self, Node *node);
+/* In-place ops on views: PyTorch's CopySlices. The view's base gets a new
+ * history, a CopySlices node that (1) passes the base's gradient through
+ * outside the view's elements, (2) runs the in-place op's backward on the
+ * view's part and writes the result for the view's old value back into that
+ * part, and (3) sends the op's other input gradients on. The view itself
+ * becomes an as_strided view of its base's new history. */
+static void copy_slices_free(void *p) {
+    CopySlicesInfo *cs = p;
+    ag_node_release(cs->fn);
+    free(cs);
+}
+
+static int copy_slices(TensorImpl *self, Node *fn) {
+    TensorImpl *base = self->autograd->base;
+    Node *cs = ag_node_new(NODE_COPY_SLICES, "CopySlices", 1, fn->num_next);
+    CopySlicesInfo *info = calloc(1, sizeof *info);
+    if (!cs || !info) {
+        free(info);
+        ag_node_release(cs);
+        return c10_error_int("out of memory");
+    }
+    info->fn = ag_node_retain(fn);
+    info->ndim = self->ndim;
+    memcpy(info->sizes, self->sizes, sizeof info->sizes);
+    memcpy(info->strides, self->strides, sizeof info->strides);
+    info->offset = self->offset - base->offset;
+    cs->extra = info;
+    cs->extra_free = copy_slices_free;
+    cs->next[0] = ag_gradient_edge(base);
+    ag_input_meta(&cs->in_meta[0], base);
+    for (int k = 1; k < fn->num_next; k++) {
+        cs->next[k] = (Edge){ag_node_retain(fn->next[k].fn), fn->next[k].input_nr};
+        cs->in_meta[k] = fn->in_meta[k];
+    }
+    ag_set_history(base, cs, 0);
+    /* self = base.as_strided(self's geometry), with history */
+    OpArgs a = {.t = {base}, .nt = 1, .ni = 2 * self->ndim + 2};
+    memcpy(a.i, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
+    memcpy(a.i + self->ndim, self->strides, sizeof(int64_t) * (size_t)self->ndim);
+    a.i[2 * self->ndim] = self->ndim;
+    a.i[2 * self->ndim + 1] = self->offset;
+    TensorImpl *out[1] = {self};
+    Node *v = record(OP_as_strided, &a, out, 1, NULL);
+    ag_node_release(v);
+    ag_node_release(cs);
+    return v ? 0 : -1;
+}
 
 int ag_call_inplace(int op, OpArgs *a) {
     TensorImpl *self = a->t[0];
@@ -292,7 +341,7 @@ int ag_call_inplace(int op, OpArgs *a) {
             for (int k = 1; k < a->nt; k++)
                 if (node->saved_in[k].data && node->saved_in[k].data->storage == self->storage)
                     node->saved_in[k].version = version_before;
-            if (self->autograd && self->autograd->is_view) rc = ag_rebase_view(self, node);
+            if (self->autograd && self->autograd->is_view) rc = copy_slices(self, node);
             ag_node_release(node);
         }
     }

@@ -52,6 +52,10 @@ CT_INTERNAL void io_src_close(IoSrc *s);
 /* n bytes at off into dst, or -1 with "op: 'name': ..." when they are not all there. */
 CT_INTERNAL int io_src_read(IoSrc *s, uint64_t off, void *dst, size_t n);
 
+/* Does a contiguous tensor of this shape overflow int64 (its byte count, or the
+ * strides, which skip zero-size dims)? If not, *nbytes gets its byte count. */
+CT_INTERNAL bool io_shape_overflows(const int64_t *shape, int ndim, ct_dtype dtype, uint64_t *nbytes);
+
 /* Loaded bytes to valid values: bools to 0/1, and a byte swap when swap. */
 CT_INTERNAL void io_fix_loaded(void *data, int64_t n, ct_dtype dtype, bool swap);
 

@@ -203,10 +203,8 @@ static ct_tensor *load(IoSrc *s) {
     free(text);
     if (!ok) return NULL;
 
-    uint64_t numel = 1, nbytes, have = s->size - start - hlen;
-    bool overflow = false;
-    for (int d = 0; d < h.ndim; d++) overflow |= __builtin_mul_overflow(numel, (uint64_t)h.shape[d], &numel);
-    overflow |= __builtin_mul_overflow(numel, (uint64_t)c10_elsize[h.dtype], &nbytes);
+    uint64_t nbytes, have = s->size - start - hlen;
+    bool overflow = io_shape_overflows(h.shape, h.ndim, h.dtype, &nbytes);
     if (overflow || nbytes > have)
         return fail(s, "shape %s of '%s' needs %s bytes of data but the file holds %llu",
                     c10_shape_str(h.shape, h.ndim), h.descr, overflow ? "too many" : "more",

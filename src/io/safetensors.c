@@ -267,11 +267,8 @@ static int check_layout(StParse *p, uint64_t data_len) {
     for (int i = 0; i < p->n && !rc; i++) {
         const StEntry *e = order[i];
         const char *nm = short_name(e->name);
-        uint64_t numel = 1, nbytes;
-        bool overflow = false;
-        for (int d = 0; d < e->ndim; d++)
-            overflow |= __builtin_mul_overflow(numel, (uint64_t)e->shape[d], &numel);
-        overflow |= __builtin_mul_overflow(numel, (uint64_t)c10_elsize[e->dtype], &nbytes);
+        uint64_t nbytes;
+        bool overflow = io_shape_overflows(e->shape, e->ndim, e->dtype, &nbytes);
         if (e->end < e->begin)
             rc = fail(s, "tensor '%s': data_offsets [%llu, %llu] end before they begin", nm,
                       (unsigned long long)e->begin, (unsigned long long)e->end);

@@ -290,6 +290,19 @@ int io_src_read(IoSrc *s, uint64_t off, void *dst, size_t n) {
     return 0;
 }
 
+bool io_shape_overflows(const int64_t *shape, int ndim, ct_dtype dtype, uint64_t *nbytes) {
+    int64_t numel = 1, span = 1, bytes;
+    bool overflow = false;
+    for (int d = 0; d < ndim; d++) {
+        overflow |= shape[d] < 0 || __builtin_mul_overflow(numel, shape[d], &numel);
+        overflow |= __builtin_mul_overflow(span, shape[d] ? shape[d] : 1, &span);
+    }
+    overflow |= __builtin_mul_overflow(span, (int64_t)c10_elsize[dtype], &bytes);
+    overflow |= __builtin_mul_overflow(numel, (int64_t)c10_elsize[dtype], &bytes);
+    if (!overflow) *nbytes = (uint64_t)bytes;
+    return overflow;
+}
+
 void io_fix_loaded(void *data, int64_t n, ct_dtype dtype, bool swap) {
     size_t es = c10_elsize[dtype];
     unsigned char *p = data;

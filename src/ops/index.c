@@ -65,6 +65,18 @@ static const char *lower_name(ct_dtype d) {
     return o;
 }
 
+/* Prefixes the current error message with "op: " (copying it first). */
+static int prefix_error(const char *op) {
+    char msg[1024];
+    const char *m = ct_last_error();
+    snprintf(msg, sizeof msg, "%s", m ? m : "");
+    return c10_error_int("%s: %s", op, msg);
+}
+static void *prefix_error_p(const char *op) {
+    prefix_error(op);
+    return NULL;
+}
+
 /* A contiguous int64 copy of an index tensor (or the tensor itself). */
 static TensorImpl *as_long(const TensorImpl *t) {
     if (t->dtype == CT_INT64) return at_contiguous(t);
@@ -129,7 +141,7 @@ TensorImpl *index_cat_impl(TensorImpl *const *ts, int n, int64_t dim_in) {
     ct_dtype dt = st.dim;
     if (!ref) ref = ts[0];
     int dim = c10_wrap_dim(dim_in, ref->ndim);
-    if (dim < 0) return c10_error("cat: %s", ct_last_error());
+    if (dim < 0) return prefix_error_p("cat");
     int64_t sizes[CT_MAX_DIMS];
     memcpy(sizes, ref->sizes, sizeof sizes);
     sizes[dim] = 0;
@@ -182,7 +194,7 @@ static TensorImpl *index_stack_impl(TensorImpl *const *ts, int n, int64_t dim_in
                              c10_shape_str(ts[0]->sizes, ts[0]->ndim), c10_shape_str(ts[k]->sizes, ts[k]->ndim), k);
     }
     int dim = c10_wrap_dim(dim_in, ts[0]->ndim + 1);
-    if (dim < 0) return c10_error("stack: %s", ct_last_error());
+    if (dim < 0) return prefix_error_p("stack");
     TensorImpl **u = calloc((size_t)n, sizeof *u);
     if (!u) return c10_error("out of memory");
     TensorImpl *o = NULL;
@@ -222,7 +234,7 @@ int fwd_index_select(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0], *index = a->t[1];
     if (!same_device("index_select", self, index)) return -1;
     int dim = c10_wrap_dim(a->i[0], self->ndim);
-    if (dim < 0) return c10_error_int("index_select: %s", ct_last_error());
+    if (dim < 0) return prefix_error("index_select");
     if (index->ndim > 1) return c10_error_int("index_select(): Index is supposed to be a vector");
     if (index->dtype != CT_INT64 && index->dtype != CT_INT32)
         return c10_error_int("index_select(): Expected dtype int32 or int64 for index");
@@ -331,7 +343,7 @@ int fwd_index_add(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0], *index = a->t[1], *source = a->t[2];
     if (!same_device("index_add", self, index) || !same_device("index_add", self, source)) return -1;
     int dim = c10_wrap_dim(a->i[0], self->ndim);
-    if (dim < 0) return c10_error_int("index_add: %s", ct_last_error());
+    if (dim < 0) return prefix_error("index_add");
     if (index->ndim > 1) return c10_error_int("index_add_(): Index is supposed to be a vector");
     if (index->dtype != CT_INT64 && index->dtype != CT_INT32)
         return c10_error_int("index_add_(): Expected dtype int32/int64 for index");
@@ -421,7 +433,7 @@ static void gs_walk_init(GSWalk *w, const TensorImpl *index, const TensorImpl *t
 
 static int gs_validate(const char *op, const GSWalk *w, const int64_t *ip, int64_t n) {
     for (int64_t k = 0; k < n; k++)
-        if (ip[k] < -w->dimsize || ip[k] >= w->dimsize)
+        if (ip[k] < 0 || ip[k] >= w->dimsize)
             return c10_error_int("%s: index %lld is out of bounds for dimension %d with size %lld", op,
                                  (long long)ip[k], w->dim, (long long)w->dimsize);
     return 0;
@@ -436,7 +448,6 @@ static inline void gs_offsets(const GSWalk *w, int64_t k, int64_t v, int64_t *a,
         oa += (d == w->dim ? 0 : i) * w->st[d];
         ob += i * w->st2[d];
     }
-    if (v < 0) v += w->dimsize;
     *a = oa + v * (w->n ? w->st[w->dim] : 0);
     *b = ob;
 }
@@ -447,7 +458,7 @@ int fwd_gather(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0], *index = a->t[1];
     if (!same_device("gather", self, index)) return -1;
     int dim = c10_wrap_dim(a->i[0], self->ndim);
-    if (dim < 0) return c10_error_int("gather: %s", ct_last_error());
+    if (dim < 0) return prefix_error("gather");
     if (gs_check("gather", self, dim, index, NULL, true) < 0) return -1;
     TensorImpl *o = c10_empty(index->sizes, index->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
@@ -503,7 +514,7 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     TensorImpl *self = a->t[0], *index = a->t[1], *src = has_src ? a->t[2] : NULL;
     if (!same_device(op, self, index) || !same_device(op, self, src)) return -1;
     int dim = c10_wrap_dim(a->i[0], self->ndim);
-    if (dim < 0) return c10_error_int("%s: %s", op, ct_last_error());
+    if (dim < 0) return prefix_error(op);
     if (index->dtype != CT_INT64) return c10_error_int("%s(): Expected dtype int64 for index", op);
     if (src && src->dtype != self->dtype)
         return c10_error_int("%s(): Expected self.dtype to be equal to src.dtype", op);
@@ -760,8 +771,9 @@ static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const
     offsets_of(ai->qsz, ai->qst, ai->nq, ai->qoff);
     ai->q_contig = true;
     for (int64_t q = 0; q < ai->NQ && ai->q_contig; q++) ai->q_contig = ai->qoff[q] == q;
-    for (int d = 0; d < self->ndim; d++) {
+    for (int d = 0, ord = 0; d < self->ndim; d++) {
         if (!di[d]) continue;
+        int which = ord++; /* PyTorch numbers the dims among the index tensors */
         TensorImpl *ex = c10_expand(di[d], ai->bsz, ai->nbd);
         TensorImpl *c = ex ? at_contiguous(ex) : NULL;
         c10_release(ex);
@@ -771,7 +783,7 @@ static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const
         for (int64_t k = 0; k < ai->NB; k++) {
             int64_t v = ip[k];
             if (v < -size || v >= size) {
-                c10_error("%s: index %lld is out of bounds for dimension %d with size %lld", op, (long long)v, d,
+                c10_error("%s: index %lld is out of bounds for dimension %d with size %lld", op, (long long)v, which,
                           (long long)size);
                 c10_release(c);
                 goto done;
@@ -924,8 +936,8 @@ int fwd_masked_select(int op, const OpArgs *a, TensorImpl **out) {
     if (mask->dtype != CT_BOOL && mask->dtype != CT_UINT8)
         return c10_error_int("masked_select: expected BoolTensor or ByteTensor for mask");
     int64_t shape[CT_MAX_DIMS];
-    int nd = c10_broadcast_shape(self->sizes, self->ndim, mask->sizes, mask->ndim, shape);
-    if (nd < 0) return c10_error_int("masked_select: %s", ct_last_error());
+    int nd = c10_broadcast_shape(mask->sizes, mask->ndim, self->sizes, self->ndim, shape);
+    if (nd < 0) return prefix_error("masked_select");
     if (self->device == CT_META)
         return c10_error_int("masked_select: the output shape depends on the data: not supported on the meta device");
     TensorImpl *se = c10_expand(self, shape, nd), *me = se ? c10_expand(mask, shape, nd) : NULL;
@@ -1007,7 +1019,7 @@ int fwd_flip(int op, const OpArgs *a, TensorImpl **out) {
     bool mask[CT_MAX_DIMS] = {0};
     for (int k = 0; k < a->ni; k++) {
         int d = c10_wrap_dim(a->i[k], self->ndim);
-        if (d < 0) return c10_error_int("flip: %s", ct_last_error());
+        if (d < 0) return prefix_error("flip");
         if (mask[d]) return c10_error_int("flip: dim %d appears multiple times in the list of dims", d);
         mask[d] = true;
     }
@@ -1059,7 +1071,7 @@ int fwd_roll(int op, const OpArgs *a, TensorImpl **out) {
         return c10_error_int("roll: shifts and dimensions must align. shifts: %d, dims:%d", n, nd);
     int dims[CT_MAX_DIMS];
     for (int k = 0; k < nd; k++) {
-        if ((dims[k] = c10_wrap_dim(a->i[n + k], self->ndim)) < 0) return c10_error_int("roll: %s", ct_last_error());
+        if ((dims[k] = c10_wrap_dim(a->i[n + k], self->ndim)) < 0) return prefix_error("roll");
     }
     TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
@@ -1150,7 +1162,7 @@ static int tri(const char *name, bool lower, const OpArgs *a, TensorImpl **out) 
     TensorImpl *self = a->t[0];
     if (self->ndim < 2) {
         c10_wrap_dim(-2, self->ndim);
-        return c10_error_int("%s: %s", name, ct_last_error());
+        return prefix_error(name);
     }
     TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
@@ -1328,7 +1340,7 @@ int fwd_sort(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0];
     int dim = c10_wrap_dim(a->i[0], self->ndim);
-    if (dim < 0) return c10_error_int("sort: %s", ct_last_error());
+    if (dim < 0) return prefix_error("sort");
     out[0] = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
     out[1] = out[0] ? c10_empty(self->sizes, self->ndim, CT_INT64, self->device) : NULL;
     if (!out[1]) return -1;
@@ -1342,7 +1354,7 @@ int fwd_topk(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0];
     int dim = c10_wrap_dim(a->i[1], self->ndim);
-    if (dim < 0) return c10_error_int("topk: %s", ct_last_error());
+    if (dim < 0) return prefix_error("topk");
     int64_t k = a->i[0], n = self->ndim ? self->sizes[dim] : 1;
     if (k < 0 || k > n) return c10_error_int("topk: selected index k out of range");
     int64_t sizes[CT_MAX_DIMS];

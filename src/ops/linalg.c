@@ -357,6 +357,12 @@ int fwd_addmm(int op, const OpArgs *a, TensorImpl **out) {
 int fwd_baddbmm(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *s = a->t[0], *x = a->t[1], *y = a->t[2];
+    if (x->ndim >= 2 && y->ndim >= 3) { /* PyTorch expands self before it checks the batches */
+        int64_t shape[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
+        TensorImpl *e = c10_expand(s, shape, 3);
+        if (!e) return la_prefix_error("baddbmm");
+        c10_release(e);
+    }
     if (check_bmm("baddbmm", x, y)) return -1;
     int64_t shape[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
     return (out[0] = product("baddbmm", x, y, shape, 3, s, a->s[1], a->s[0])) ? 1 : -1;
@@ -612,6 +618,8 @@ int fwd_linear(int op, const OpArgs *a, TensorImpl **out) {
     if (w->ndim > 2) return c10_error_int("linear: t() expects a tensor with <= 2 dimensions, but self is %dD", w->ndim);
     if (bias && bias->dtype != w->dtype && x->ndim == 2 && w->ndim == 2)
         return c10_error_int("linear: self and mat2 must have the same dtype");
+    if (bias && x->ndim >= 2 && w->ndim < 2) /* PyTorch's fused path: addmm(bias, input, weight.t()) */
+        return c10_error_int("linear: mat2 must be a matrix, got %d-D tensor", w->ndim);
     TensorImpl *wt = w->ndim == 2 ? c10_transpose(w, 0, 1) : c10_retain(w);
     if (!wt) return -1;
     TensorImpl *r = la_matmul("linear", x, wt, bias, 1, 1);

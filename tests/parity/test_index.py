@@ -1,0 +1,840 @@
+"""Parity of the shape-and-indexing family (cat stack index_select index_add gather
+scatter scatter_add index index_put masked_select masked_fill nonzero take flip roll
+repeat tile tril triu pad sort argsort topk one_hot embedding where clamp lerp addcmul
+addcdiv) with PyTorch: values for several dtypes and layouts (contiguous, transposed,
+sliced, expanded), 0-dim and empty tensors, NaN, PyTorch's error messages,
+out-of-range indices, meta-device shapes, and gradients (float64) against torch's."""
+import ctypes
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import CT, I64P, INTP, T, TP, c_bool, c_double, c_int, c_int64, lib  # noqa: E402
+
+F = torch.nn.functional
+SIGS = [
+    ("ct_cat", T, [TP, c_int, c_int]),
+    ("ct_stack", T, [TP, c_int, c_int]),
+    ("ct_index_select", T, [CT, c_int, CT]),
+    ("ct_index_add", T, [CT, c_int, CT, CT, c_double]),
+    ("ct_gather", T, [CT, c_int, CT]),
+    ("ct_scatter", T, [CT, c_int, CT, CT]),
+    ("ct_scatter_value", T, [CT, c_int, CT, c_double]),
+    ("ct_scatter_add", T, [CT, c_int, CT, CT]),
+    ("ct_scatter_", c_int, [T, c_int, CT, CT]),
+    ("ct_scatter_value_", c_int, [T, c_int, CT, c_double]),
+    ("ct_scatter_add_", c_int, [T, c_int, CT, CT]),
+    ("ct_index", T, [CT, TP, c_int]),
+    ("ct_index_put", T, [CT, TP, c_int, CT, c_bool]),
+    ("ct_index_put_", c_int, [T, TP, c_int, CT, c_bool]),
+    ("ct_masked_select", T, [CT, CT]),
+    ("ct_masked_fill", T, [CT, CT, c_double]),
+    ("ct_masked_fill_", c_int, [T, CT, c_double]),
+    ("ct_nonzero", T, [CT]),
+    ("ct_take", T, [CT, CT]),
+    ("ct_flip", T, [CT, INTP, c_int]),
+    ("ct_roll", T, [CT, I64P, c_int, INTP, c_int]),
+    ("ct_repeat", T, [CT, I64P, c_int]),
+    ("ct_tile", T, [CT, I64P, c_int]),
+    ("ct_tril", T, [CT, c_int64]),
+    ("ct_triu", T, [CT, c_int64]),
+    ("ct_pad", T, [CT, I64P, c_int, c_double]),
+    ("ct_sort", c_int, [CT, c_int, c_bool, c_bool, TP, TP]),
+    ("ct_argsort", T, [CT, c_int, c_bool, c_bool]),
+    ("ct_topk", c_int, [CT, c_int64, c_int, c_bool, c_bool, TP, TP]),
+    ("ct_one_hot", T, [CT, c_int64]),
+    ("ct_embedding", T, [CT, CT, c_int64]),
+    ("ct_where", T, [CT, CT, CT]),
+    ("ct_clamp", T, [CT, c_double, c_double]),
+    ("ct_clamp_", c_int, [T, c_double, c_double]),
+    ("ct_clamp_tensor", T, [CT, CT, CT]),
+    ("ct_lerp", T, [CT, CT, CT]),
+    ("ct_lerp_scalar", T, [CT, CT, c_double]),
+    ("ct_addcmul", T, [CT, CT, CT, c_double]),
+    ("ct_addcdiv", T, [CT, CT, CT, c_double]),
+    ("ct_set_requires_grad", c_int, [T, c_bool]),
+    ("ct_requires_grad", c_bool, [CT]),
+    ("ct_backward", c_int, [T, CT]),
+    ("ct_grad", T, [CT]),
+    ("ct_grad_fn_name", ctypes.c_char_p, [CT]),
+    ("ct_empty_on", T, [I64P, c_int, c_int, c_int]),
+]
+for _row in SIGS:
+    ct.declare(*_row)
+
+pytestmark = ct.requires("ct_cat", "ct_index", "ct_where", "ct_from_data", "ct_as_strided")
+
+GEN = torch.Generator().manual_seed(1234)
+NUMERIC = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+           torch.int8, torch.uint8, torch.bool]
+FLOATS = [torch.float32, torch.float64, torch.bfloat16]
+LAYOUTS = ["contig", "transposed", "sliced", "expanded"]
+HAS_GRAD = ct.has("ct_set_requires_grad", "ct_backward", "ct_grad")
+
+
+# ------------------------------------------------------------------ inputs
+def rand(shape, dtype=torch.float64):
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=GEN, dtype=torch.float64).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=GEN).bool()
+    lo = 0 if dtype == torch.uint8 else -4
+    return torch.randint(lo, 5, shape, generator=GEN, dtype=torch.int64).to(dtype)
+
+
+def make(shape, dtype=torch.float64, layout="contig"):
+    shape = tuple(shape)
+    if layout == "transposed" and len(shape) >= 2:
+        return rand(shape[:-2] + (shape[-1], shape[-2]), dtype).transpose(-1, -2)
+    if layout == "sliced" and len(shape) >= 1:
+        return rand(shape[:-1] + (shape[-1] * 2,), dtype)[..., ::2]
+    if layout == "expanded" and len(shape) >= 1:
+        return rand((1,) + shape[1:], dtype).expand(shape)
+    return rand(shape, dtype)
+
+
+def h(t):
+    """ctorch copy of t with t's layout (None stays None)."""
+    return None if t is None else ct.from_torch(t)
+
+
+def arr(hs):
+    return (ctypes.c_void_p * max(len(hs), 1))(*hs)
+
+
+def close(hout, want, what="", tol=None):
+    if tol is None:
+        tol = 1e-2 if want.dtype in (torch.float16, torch.bfloat16) else (1e-5 if want.dtype == torch.float32 else 1e-12)
+    ct.assert_close(ct.check(hout), want, rtol=tol, atol=tol, what=what)
+
+
+def ref16(fn, *ts):
+    """torch's result, float16 computed in float32 (torch 1.13 CPU lacks some half kernels)."""
+    if any(isinstance(t, torch.Tensor) and t.dtype == torch.float16 for t in ts):
+        r = fn(*[t.float() if isinstance(t, torch.Tensor) and t.dtype == torch.float16 else t for t in ts])
+        return r.half() if r.dtype == torch.float32 else r
+    return fn(*ts)
+
+
+def expect_error(result, fn, what=""):
+    msg = ct.torch_error(fn)
+    assert msg is not None, f"{what}: torch does not fail"
+    ct.assert_error(result, msg, what)
+    ct.clear_error()
+
+
+def grad_check(ct_fn, torch_fn, inputs, diff, what="", tol=1e-10, name=None):
+    """Values and gradients of inputs[k] for k in diff (float64) against torch."""
+    if not HAS_GRAD:
+        pytest.skip("autograd not exported yet")
+    tin = [t.detach().clone().requires_grad_(True) if k in diff else t for k, t in enumerate(inputs)]
+    out = torch_fn(*tin)
+    g = torch.randn(out.shape, generator=GEN, dtype=out.dtype)
+    tg = torch.autograd.grad(out, [tin[k] for k in diff], g, allow_unused=True)
+    hin = [h(t) if isinstance(t, torch.Tensor) else t for t in inputs]
+    for k in diff:
+        ct.check_int(lib.ct_set_requires_grad(hin[k], True))
+    hout = ct.check(ct_fn(*hin))
+    close(hout, out.detach(), what, tol)
+    if name:
+        got = lib.ct_grad_fn_name(hout)
+        assert got is not None and got.decode() == name, f"{what}grad_fn {got} != {name}"
+    ct.check_int(lib.ct_backward(hout, h(g)))
+    for k, want in zip(diff, tg):
+        got = lib.ct_grad(hin[k])
+        if want is None:
+            want = torch.zeros_like(inputs[k])
+        assert got, f"{what}no gradient for input {k}"
+        close(got, want, f"{what}grad {k}: ", tol)
+
+
+def meta(shape, dtype):
+    return ct.check(lib.ct_empty_on(ct.i64(shape), len(shape), ct.ct_dtype_of_torch(dtype), ct.CT_META))
+
+
+def assert_meta_shape(hmeta, want_shape, what=""):
+    ct.check(hmeta)
+    assert ct.shape(hmeta) == tuple(want_shape), f"{what}meta shape {ct.shape(hmeta)} != {tuple(want_shape)}"
+    assert lib.ct_device_of(hmeta) == ct.CT_META
+
+
+# ------------------------------------------------------------------ cat / stack
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cat_values(dtype, layout):
+    a, b, c = make((3, 4), dtype, layout), make((3, 2), dtype), make((3, 5), dtype, layout)
+    close(lib.ct_cat(arr([h(a), h(b), h(c)]), 3, 1), torch.cat([a, b, c], 1))
+    close(lib.ct_cat(arr([h(a), h(a)]), 2, -2), torch.cat([a, a], 0))
+    close(lib.ct_stack(arr([h(a), h(a), h(a)]), 3, 1), torch.stack([a, a, a], 1))
+    close(lib.ct_stack(arr([h(a), h(a)]), 2, -1), torch.stack([a, a], -1))
+
+
+def test_cat_promotion_and_empty():
+    a = rand((2, 3), torch.int32)
+    b = rand((2, 3), torch.float16)
+    close(lib.ct_cat(arr([h(a), h(b)]), 2, 0), torch.cat([a, b]))
+    e = torch.zeros(0)
+    a = rand((2, 3))
+    close(lib.ct_cat(arr([h(a), h(e.double())]), 2, 0), torch.cat([a, e.double()]))
+    close(lib.ct_cat(arr([h(e.double()), h(a)]), 2, 1), torch.cat([e.double(), a], 1))
+    close(lib.ct_cat(arr([h(torch.zeros(0, 3)), h(torch.ones(2, 3))]), 2, 0), torch.ones(2, 3))
+
+
+def test_cat_many():
+    ts = [rand((2, k + 1)) for k in range(15)]
+    close(lib.ct_cat(arr([h(t) for t in ts]), 15, 1), torch.cat(ts, 1))
+    st = [rand((2, 3)) for _ in range(9)]
+    close(lib.ct_stack(arr([h(t) for t in st]), 9, 0), torch.stack(st, 0))
+    grad_check(lambda *hs: lib.ct_cat(arr(list(hs)), len(hs), 1), lambda *t: torch.cat(t, 1), ts,
+               list(range(15)), "cat15: ")
+    grad_check(lambda *hs: lib.ct_stack(arr(list(hs)), len(hs), 1), lambda *t: torch.stack(t, 1), st,
+               list(range(9)), "stack9: ")
+
+
+def test_cat_errors():
+    x = rand((3, 4))
+    expect_error(lib.ct_cat(arr([h(x), h(rand((3, 5)))]), 2, 0), lambda: torch.cat([x, rand((3, 5))]))
+    expect_error(lib.ct_cat(arr([h(x), h(rand((3,)))]), 2, 0), lambda: torch.cat([x, rand((3,))]))
+    expect_error(lib.ct_cat(arr([h(x), h(x)]), 2, 2), lambda: torch.cat([x, x], 2))
+    s = torch.tensor(1.0)
+    expect_error(lib.ct_cat(arr([h(s), h(s)]), 2, 0), lambda: torch.cat([s, s]))
+    expect_error(lib.ct_cat(arr([]), 0, 0), lambda: torch.cat([]))
+    expect_error(lib.ct_stack(arr([h(x), h(rand((3, 5)))]), 2, 0), lambda: torch.stack([x, rand((3, 5))]))
+    expect_error(lib.ct_stack(arr([]), 0, 0), lambda: torch.stack([]))
+
+
+def test_cat_stack_grad():
+    a, b = make((3, 4), layout="transposed"), rand((3, 2))
+    grad_check(lambda x, y: lib.ct_cat(arr([x, y]), 2, 1), lambda x, y: torch.cat([x, y], 1), [a, b], [0, 1],
+               "cat: ", name="CatBackward0")
+    grad_check(lambda x, y: lib.ct_stack(arr([x, y]), 2, 2), lambda x, y: torch.stack([x, y], 2), [a, a * 2],
+               [0, 1], "stack: ", name="StackBackward0")
+
+
+def test_cat_meta():
+    m = lib.ct_cat(arr([meta((2, 3), torch.float32), meta((2, 5), torch.float64)]), 2, 1)
+    assert_meta_shape(m, (2, 8))
+    assert ct.dtype(m) == ct.CT_FLOAT64
+
+
+# ------------------------------------------------------------------ index_select / index_add
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_index_select(dtype, layout):
+    x = make((4, 5), dtype, layout)
+    for dim in (0, 1, -1):
+        for idx in (torch.tensor([3, 0, 0, 1]), torch.tensor([2], dtype=torch.int32), torch.tensor([], dtype=torch.long)):
+            close(lib.ct_index_select(h(x), dim, h(idx)), torch.index_select(x, dim, idx))
+    s = torch.tensor(3.0).to(dtype)
+    close(lib.ct_index_select(h(s), 0, h(torch.tensor([0]))), torch.index_select(s, 0, torch.tensor([0])))
+
+
+def test_index_select_errors_grad_meta():
+    x = rand((3, 4))
+    for bad in (torch.tensor([5]), torch.tensor([-1]), torch.tensor([[0]]), torch.tensor([0.0])):
+        expect_error(lib.ct_index_select(h(x), 0, h(bad)), lambda: torch.index_select(x, 0, bad), str(bad))
+    expect_error(lib.ct_index_select(h(x), 2, h(torch.tensor([0]))), lambda: torch.index_select(x, 2, torch.tensor([0])))
+    idx = torch.tensor([2, 0, 2, 1])
+    grad_check(lambda t, i: lib.ct_index_select(t, 1, i), lambda t, i: torch.index_select(t, 1, i),
+               [make((3, 4), layout="transposed"), idx], [0], "index_select: ", name="IndexSelectBackward0")
+    src = rand((4, 4))
+    grad_check(lambda t, i, s: lib.ct_index_add(t, 0, i, s, 2.0), lambda t, i, s: t.index_add(0, i, s, alpha=2.0),
+               [rand((3, 4)), idx, src], [0, 2], "index_add: ")
+    assert_meta_shape(lib.ct_index_select(meta((3, 4), torch.float32), 1, meta((7,), torch.int64)), (3, 7))
+
+
+# ------------------------------------------------------------------ gather / scatter
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_gather_scatter_values(dtype, layout):
+    x = make((3, 5), dtype, layout)
+    for dim in (0, 1, -1):
+        n = x.shape[dim]
+        idx = torch.randint(-n, n, (2, 3), generator=GEN) if False else torch.randint(0, n, (2, 3), generator=GEN)
+        close(lib.ct_gather(h(x), dim, h(idx)), torch.gather(x, dim, idx))
+        src = make((2, 4), dtype, layout)
+        close(lib.ct_scatter(h(x), dim, h(idx), h(src)), x.scatter(dim, idx, src))
+        close(lib.ct_scatter_value(h(x), dim, h(idx), 1.0), x.scatter(dim, idx, 1.0))
+        if dtype != torch.bool:
+            want = ref16(lambda a, s: a.scatter_add(dim, idx, s), x, src)
+            close(lib.ct_scatter_add(h(x), dim, h(idx), h(src)), want)
+
+
+def test_scatter_inplace():
+    x = rand((3, 5))
+    idx = torch.tensor([[0, 1, 2], [4, 3, 2]])
+    src = rand((2, 3))
+    hx = h(x.clone())
+    ct.check_int(lib.ct_scatter_(hx, 1, h(idx), h(src)))
+    close(hx, x.clone().scatter_(1, idx, src))
+    hx = h(x.clone())
+    ct.check_int(lib.ct_scatter_add_(hx, 1, h(idx), h(src)))
+    close(hx, x.clone().scatter_add_(1, idx, src))
+    hx = h(x.clone())
+    ct.check_int(lib.ct_scatter_value_(hx, 1, h(idx), -2.5))
+    close(hx, x.clone().scatter_(1, idx, -2.5))
+
+
+def test_gather_scatter_errors():
+    x = rand((3, 4))
+    cases = [
+        (lambda: lib.ct_gather(h(x), 1, h(torch.tensor([[5]]))), lambda: torch.gather(x, 1, torch.tensor([[5]]))),
+        (lambda: lib.ct_gather(h(x), 1, h(torch.tensor([[-1]]))), lambda: torch.gather(x, 1, torch.tensor([[-1]]))),
+        (lambda: lib.ct_gather(h(x), 1, h(torch.tensor([[0.0]]))), lambda: torch.gather(x, 1, torch.tensor([[0.0]]))),
+        (lambda: lib.ct_gather(h(x), 1, h(torch.tensor([0]))), lambda: torch.gather(x, 1, torch.tensor([0]))),
+        (lambda: lib.ct_gather(h(x), 1, h(torch.zeros(4, 4, dtype=torch.long))),
+         lambda: torch.gather(x, 1, torch.zeros(4, 4, dtype=torch.long))),
+        (lambda: lib.ct_scatter_value(h(x), 1, h(torch.tensor([[5]])), 1.0),
+         lambda: x.scatter(1, torch.tensor([[5]]), 1.0)),
+        (lambda: lib.ct_scatter(h(x), 1, h(torch.tensor([[1]])), h(torch.zeros(1, 1, dtype=torch.float32))),
+         lambda: x.scatter(1, torch.tensor([[1]]), torch.zeros(1, 1, dtype=torch.float32))),
+        (lambda: lib.ct_scatter_add(h(x), 1, h(torch.tensor([[5]])), h(torch.ones(1, 1, dtype=torch.float64))),
+         lambda: x.scatter_add(1, torch.tensor([[5]]), torch.ones(1, 1, dtype=torch.float64))),
+        (lambda: lib.ct_scatter_add(h(x), 1, h(torch.zeros(5, 1, dtype=torch.long)), h(torch.ones(1, 1).double())),
+         lambda: x.scatter_add(1, torch.zeros(5, 1, dtype=torch.long), torch.ones(1, 1).double())),
+    ]
+    for k, (c, t) in enumerate(cases):
+        expect_error(c(), t, f"case {k}")
+
+
+def test_gather_scatter_grad():
+    x = make((4, 5), layout="transposed")
+    idx = torch.randint(0, 5, (3, 5), generator=GEN)
+    grad_check(lambda t, i: lib.ct_gather(t, 1, i), lambda t, i: torch.gather(t, 1, i), [x, idx], [0], "gather: ",
+               name="GatherBackward0")
+    idx = torch.tensor([[0, 1, 2], [4, 3, 2]])  # no duplicates along dim 1 in each row
+    src = rand((2, 3))
+    grad_check(lambda t, i, s: lib.ct_scatter(t, 1, i, s), lambda t, i, s: t.scatter(1, i, s), [x, idx, src],
+               [0, 2], "scatter: ", name="ScatterBackward0")
+    grad_check(lambda t, i: lib.ct_scatter_value(t, 1, i, 3.0), lambda t, i: t.scatter(1, i, 3.0), [x, idx], [0],
+               "scatter_value: ")
+    idx = torch.randint(0, 5, (4, 7), generator=GEN)
+    grad_check(lambda t, i, s: lib.ct_scatter_add(t, 1, i, s), lambda t, i, s: t.scatter_add(1, i, s),
+               [x, idx, rand((4, 7))], [0, 2], "scatter_add: ", name="ScatterAddBackward0")
+
+
+# ------------------------------------------------------------------ advanced indexing
+def ct_index(x, idxs):
+    return lib.ct_index(h(x), arr([h(i) for i in idxs]), len(idxs))
+
+
+INDEX_CASES = [
+    ("long", lambda: (torch.tensor([2, 0, -1, 2]),)),
+    ("long2d", lambda: (torch.tensor([[0, 1], [2, -3]]),)),
+    ("two", lambda: (torch.tensor([0, 2]), torch.tensor([1, -1]))),
+    ("bcast", lambda: (torch.tensor([[0], [2]]), torch.tensor([1, 3, 0]))),
+    ("colon", lambda: (None, torch.tensor([3, 1]))),
+    ("nonadj", lambda: (torch.tensor([0, 1]), None, torch.tensor([1, 0]))),
+    ("mask", lambda: (torch.tensor([True, False, True]),)),
+    ("mask2d", lambda: (torch.rand(3, 4, generator=GEN) > 0.5,)),
+    ("colonmask", lambda: (None, torch.tensor([True, False, True, True]))),
+    ("scalaridx", lambda: (torch.tensor(1),)),
+    ("empty", lambda: (torch.tensor([], dtype=torch.long),)),
+]
+
+
+def torch_index(x, idxs):
+    return x[tuple(slice(None) if i is None else i for i in idxs)]
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_index_values(dtype, layout):
+    x = make((3, 4, 2), dtype, layout)
+    for name, mk in INDEX_CASES:
+        idxs = mk()
+        close(ct_index(x, idxs), torch_index(x, idxs), name + ": ")
+
+
+def test_index_errors():
+    x = rand((3, 4))
+    cases = [
+        (torch.tensor([5]),),
+        (torch.tensor([-4]),),
+        (None, torch.tensor([4])),
+        (torch.tensor([0]), torch.tensor([0]), torch.tensor([0])),
+        (torch.tensor([True, False]),),
+        (torch.tensor([0.0]),),
+        (torch.tensor([0], dtype=torch.int32),),
+        (torch.tensor([0, 1]), torch.tensor([0, 1, 2])),
+    ]
+    for idxs in cases:
+        expect_error(ct_index(x, idxs), lambda: torch_index(x, idxs), str(idxs))
+
+
+def test_index_grad():
+    x = make((3, 4, 2), layout="transposed")
+    for name, mk in INDEX_CASES:
+        idxs = mk()
+        ins = [x] + [i for i in idxs if i is not None]
+        where = [k for k, i in enumerate(idxs) if i is not None]
+
+        def cfn(t, *ii, where=where, n=len(idxs)):
+            full = [None] * n
+            for k, v in zip(where, ii):
+                full[k] = v
+            return lib.ct_index(t, arr(full), n)
+
+        def tfn(t, *ii, where=where, n=len(idxs)):
+            full = [None] * n
+            for k, v in zip(where, ii):
+                full[k] = v
+            return torch_index(t, full)
+
+        grad_check(cfn, tfn, ins, [0], name + ": ", name="IndexBackward0")
+
+
+def ct_index_put(x, idxs, v, acc):
+    return lib.ct_index_put(h(x), arr([h(i) for i in idxs]), len(idxs), h(v), acc)
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_index_put(dtype):
+    x = make((3, 4), dtype, "transposed")
+    cases = [
+        ((torch.tensor([0, 2, 0]),), make((3, 4), dtype)),
+        ((torch.tensor([0, 2]), torch.tensor([1, 3])), make((2,), dtype)),
+        ((None, torch.tensor([1, 1, 0])), make((3, 1), dtype)),
+        ((torch.rand(3, 4, generator=GEN) > 0.5,), torch.tensor(1).to(dtype)),
+    ]
+    for idxs, v in cases:
+        for acc in ((False, True) if dtype != torch.bool else (False,)):
+            if not acc and any(i is not None and i.dtype == torch.long and len(set(i.tolist())) < i.numel()
+                               for i in idxs):
+                continue  # duplicate writes without accumulate: unspecified in torch
+            want = ref16(lambda a, b: _index_put_ref(a, idxs, b, acc), x, v)
+            close(ct_index_put(x, idxs, v, acc), want, f"{idxs} acc={acc}: ")
+            hx = h(x.clone())
+            ct.check_int(lib.ct_index_put_(hx, arr([h(i) for i in idxs]), len(idxs), h(v), acc))
+            close(hx, want, f"in place {idxs} acc={acc}: ")
+
+
+def _index_put_ref(a, idxs, b, acc):
+    """torch's index_put; a None entry (':') becomes an arange broadcast over its dim."""
+    full = []
+    for d, i in enumerate(idxs):
+        if i is None:
+            shape = [1] * len(idxs)
+            shape[d] = a.shape[d]
+            full.append(torch.arange(a.shape[d]).view(shape))
+        else:
+            full.append(i)
+    if any(i is None for i in idxs):
+        b = b.expand(torch_index(a, idxs).shape)
+        # the arange dims come first in x[key] but broadcast in place here: reorder b accordingly
+        return a.index_put(tuple(full), b.transpose(0, -1) if False else b, accumulate=acc)
+    return a.index_put(tuple(full), b, accumulate=acc)
+
+
+def test_index_put_errors_grad():
+    x = rand((3, 4))
+    i = torch.tensor([0])
+    expect_error(ct_index_put(x, (i,), rand((1,), torch.float32), False),
+                 lambda: x.index_put((i,), rand((1,), torch.float32)))
+    expect_error(ct_index_put(x, (i,), rand((2,)), False), lambda: x.index_put((i,), rand((2,))))
+    expect_error(ct_index_put(x, (torch.tensor([3]),), rand((4,)), False),
+                 lambda: x.index_put((torch.tensor([3]),), rand((4,))))
+    idx = torch.tensor([0, 2])
+    grad_check(lambda t, ii, v: lib.ct_index_put(t, arr([ii]), 1, v, False),
+               lambda t, ii, v: t.index_put((ii,), v), [x, idx, rand((2, 4))], [0, 2], "index_put: ",
+               name="IndexPutBackward0")
+    idx = torch.tensor([0, 2, 0])
+    grad_check(lambda t, ii, v: lib.ct_index_put(t, arr([ii]), 1, v, True),
+               lambda t, ii, v: t.index_put((ii,), v, accumulate=True), [x, idx, rand((4,))], [0, 2],
+               "index_put acc: ")
+
+
+# ------------------------------------------------------------------ masks
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_masked(dtype, layout):
+    x = make((3, 4), dtype, layout)
+    m = make((3, 4), torch.bool, layout)
+    m1 = torch.tensor([True, False, False, True])
+    m3 = make((2, 3, 4), torch.bool)
+    for mask in (m, m1, m3):
+        close(lib.ct_masked_select(h(x), h(mask)), torch.masked_select(x, mask))
+        for v in ((2.0, 0.0) if dtype == torch.uint8 else (2.0, -1.5, 0.0)):
+            close(lib.ct_masked_fill(h(x), h(mask), v), ref16(lambda a: a.masked_fill(mask, v), x))
+    hx = h(x.clone())
+    ct.check_int(lib.ct_masked_fill_(hx, h(m1), 7.0))
+    close(hx, ref16(lambda a: a.masked_fill(m1, 7.0), x))
+    nz = make((3, 4, 2), dtype, layout)
+    close(lib.ct_nonzero(h(nz)), torch.nonzero(nz))
+    close(lib.ct_nonzero(h(torch.tensor(3).to(dtype))), torch.nonzero(torch.tensor(3).to(dtype)))
+
+
+def test_masked_special():
+    x = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+    m = torch.tensor([False, True, False, True])
+    close(lib.ct_masked_fill(h(x), h(m), float("nan")), x.masked_fill(m, float("nan")))
+    close(lib.ct_masked_select(h(x), h(m)), torch.masked_select(x, m))
+    e = torch.zeros(0, 3)
+    close(lib.ct_masked_select(h(e), h(torch.zeros(0, 3, dtype=torch.bool))), torch.zeros(0))
+    close(lib.ct_nonzero(h(e)), torch.nonzero(e))
+    xi = torch.tensor([1, 2, 3])
+    close(lib.ct_masked_fill(h(xi), h(torch.tensor([True, False, True])), 2.7), xi.masked_fill(
+        torch.tensor([True, False, True]), 2.7))
+
+
+def test_masked_errors():
+    x = rand((3, 4))
+    for dt, name in ((torch.float32, "float"), (torch.float64, "double"), (torch.int64, "long")):
+        r = lib.ct_masked_fill(h(x), h(torch.ones(3, 4, dtype=dt)), 1.0)
+        ct.assert_error(r, f"masked_fill only supports boolean masks, but got mask with dtype {name}")
+        ct.clear_error()
+    expect_error(lib.ct_masked_select(h(x), h(torch.ones(3, 4))), lambda: torch.masked_select(x, torch.ones(3, 4)))
+    bad = torch.ones(3, 5, dtype=torch.bool)
+    expect_error(lib.ct_masked_select(h(x), h(bad)), lambda: torch.masked_select(x, bad))
+
+
+def test_masked_grad():
+    x = make((3, 4), layout="transposed")
+    m = rand((3, 4), torch.bool)
+    grad_check(lambda t, mm: lib.ct_masked_fill(t, mm, 2.0), lambda t, mm: t.masked_fill(mm, 2.0), [x, m], [0],
+               "masked_fill: ", name="MaskedFillBackward0")
+    mb = rand((2, 3, 4), torch.bool)
+    grad_check(lambda t, mm: lib.ct_masked_fill(t, mm, 2.0), lambda t, mm: t.masked_fill(mm, 2.0), [x, mb], [0],
+               "masked_fill bcast: ")
+    grad_check(lambda t, mm: lib.ct_masked_select(t, mm), lambda t, mm: torch.masked_select(t, mm), [x, mb], [0],
+               "masked_select: ", name="MaskedSelectBackward0")
+    hx = h(x)
+    ct.check_int(lib.ct_set_requires_grad(hx, True))
+    assert not lib.ct_requires_grad(ct.check(lib.ct_nonzero(hx)))
+
+
+# ------------------------------------------------------------------ take
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_take(dtype):
+    x = make((3, 4), dtype, "transposed")
+    idx = torch.tensor([[0, -1, 5], [11, 3, -12]])
+    close(lib.ct_take(h(x), h(idx)), torch.take(x, idx))
+    for bad in (torch.tensor([12]), torch.tensor([-13])):
+        expect_error(lib.ct_take(h(x), h(bad)), lambda: torch.take(x, bad))
+    grad_check(lambda t, i: lib.ct_take(t, i), lambda t, i: torch.take(t, i), [rand((3, 4)), idx], [0], "take: ",
+               name="TakeBackward0")
+
+
+# ------------------------------------------------------------------ flip roll repeat tile tril triu pad
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_reshuffles(dtype, layout):
+    x = make((3, 4, 5), dtype, layout)
+    for dims in ((0,), (1, 2), (-1,), (0, 1, 2), ()):
+        close(lib.ct_flip(h(x), ct.i32(dims), len(dims)), torch.flip(x, dims))
+    for shifts, dims in (((1,), (0,)), ((-2, 7), (2, 1)), ((5,), ()), ((0,), (1,))):
+        close(lib.ct_roll(h(x), ct.i64(shifts), len(shifts), ct.i32(dims), len(dims)),
+              torch.roll(x, shifts, dims) if dims else torch.roll(x, shifts[0]))
+    for reps in ((1, 1, 1), (2, 1, 3), (2, 1, 1, 2), (0, 1, 1)):
+        close(lib.ct_repeat(h(x), ct.i64(reps), len(reps)), x.repeat(*reps))
+    for reps in ((2,), (2, 1), (1, 2, 1, 2)):
+        close(lib.ct_tile(h(x), ct.i64(reps), len(reps)), torch.tile(x, reps))
+    for k in (-2, -1, 0, 1, 3, 10):
+        close(lib.ct_tril(h(x), k), torch.tril(x, k))
+        close(lib.ct_triu(h(x), k), torch.triu(x, k))
+    for pad in ((1, 2), (0, 0, 2, 1), (1, 1, 1, 1, 1, 1), (-1, 2), (-2, -1, 1, 0)):
+        if dtype in (torch.float16,):
+            continue
+        close(lib.ct_pad(h(x), ct.i64(pad), len(pad), 3.0), F.pad(x, pad, value=3.0))
+
+
+def test_reshuffle_errors():
+    x = rand((3, 4))
+    expect_error(lib.ct_flip(h(x), ct.i32((0, 0)), 2), lambda: torch.flip(x, (0, 0)))
+    expect_error(lib.ct_flip(h(x), ct.i32((2,)), 1), lambda: torch.flip(x, (2,)))
+    expect_error(lib.ct_roll(h(x), ct.i64((1, 2)), 2, ct.i32((0,)), 1), lambda: torch.roll(x, (1, 2), (0,)))
+    expect_error(lib.ct_repeat(h(x), ct.i64((2,)), 1), lambda: x.repeat(2))
+    expect_error(lib.ct_repeat(h(x), ct.i64((-1, 2)), 2), lambda: x.repeat(-1, 2))
+    v = rand((3,))
+    expect_error(lib.ct_tril(h(v), 0), lambda: torch.tril(v))
+    expect_error(lib.ct_pad(h(x), ct.i64((1,)), 1, 0.0), lambda: F.pad(x, (1,)))
+    expect_error(lib.ct_pad(h(x), ct.i64((1,) * 6), 6, 0.0), lambda: F.pad(x, (1,) * 6))
+
+
+def test_reshuffle_grad():
+    x = make((3, 4, 5), layout="transposed")
+    grad_check(lambda t: lib.ct_flip(t, ct.i32((0, 2)), 2), lambda t: torch.flip(t, (0, 2)), [x], [0], "flip: ",
+               name="FlipBackward0")
+    grad_check(lambda t: lib.ct_roll(t, ct.i64((1, -3)), 2, ct.i32((0, 2)), 2), lambda t: torch.roll(t, (1, -3), (0, 2)),
+               [x], [0], "roll: ", name="RollBackward0")
+    grad_check(lambda t: lib.ct_roll(t, ct.i64((7,)), 1, ct.i32(()), 0), lambda t: torch.roll(t, 7), [x], [0],
+               "roll flat: ")
+    grad_check(lambda t: lib.ct_repeat(t, ct.i64((2, 1, 3, 2)), 4), lambda t: t.repeat(2, 1, 3, 2), [x], [0],
+               "repeat: ", name="RepeatBackward0")
+    grad_check(lambda t: lib.ct_tile(t, ct.i64((2,)), 1), lambda t: torch.tile(t, (2,)), [x], [0], "tile: ")
+    grad_check(lambda t: lib.ct_tril(t, -1), lambda t: torch.tril(t, -1), [x], [0], "tril: ", name="TrilBackward0")
+    grad_check(lambda t: lib.ct_triu(t, 1), lambda t: torch.triu(t, 1), [x], [0], "triu: ", name="TriuBackward0")
+    grad_check(lambda t: lib.ct_pad(t, ct.i64((1, -2, 2, 0)), 4, 1.5), lambda t: F.pad(t, (1, -2, 2, 0), value=1.5),
+               [x], [0], "pad: ", name="ConstantPadNdBackward0")
+
+
+# ------------------------------------------------------------------ sort / topk
+def ct_sort(x, dim, desc, stable):
+    v, i = ctypes.c_void_p(), ctypes.c_void_p()
+    ct.check_int(lib.ct_sort(h(x), dim, desc, stable, ctypes.byref(v), ctypes.byref(i)))
+    return v.value, i.value
+
+
+def ct_topk(x, k, dim, largest, srt):
+    v, i = ctypes.c_void_p(), ctypes.c_void_p()
+    rc = lib.ct_topk(x if isinstance(x, int) else h(x), k, dim, largest, srt, ctypes.byref(v), ctypes.byref(i))
+    return (None, None) if rc == -1 else (v.value, i.value)
+
+
+@pytest.mark.parametrize("dtype", [d for d in NUMERIC if d != torch.float16])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_sort_topk(dtype, layout):
+    x = make((4, 6), dtype, layout)  # ties: compare values always, indices with stable sort
+    for dim in (0, 1, -1):
+        for desc in (False, True):
+            v, i = ct_sort(x, dim, desc, True)
+            tv, ti = torch.sort(x, dim=dim, descending=desc, stable=True)
+            close(v, tv)
+            close(i, ti)
+            close(lib.ct_argsort(h(x), dim, desc, True), ti)
+            if dtype == torch.bool:
+                continue
+            for k in (0, 1, 3):
+                v, i = ct_topk(x, k, dim, desc, True)
+                tv, ti = torch.topk(x, k, dim, largest=desc, sorted=True)
+                close(v, tv)
+                # indices: where ties, torch may pick another: check they select the values
+                close(lib.ct_gather(h(x), dim, i), tv)
+
+
+def test_sort_nan_and_special():
+    x = torch.tensor([3.0, float("nan"), -1.0, float("inf"), -float("inf"), 0.0, float("nan")])
+    for desc in (False, True):
+        v, i = ct_sort(x, 0, desc, True)
+        tv, ti = torch.sort(x, descending=desc, stable=True)
+        close(v, tv)
+        close(i, ti)
+        v, i = ct_topk(x, 3, 0, desc, True)
+        close(v, torch.topk(x, 3, largest=desc)[0])
+    s = torch.tensor(2.0)
+    v, i = ct_sort(s, 0, False, False)
+    close(v, torch.sort(s)[0])
+    close(i, torch.sort(s)[1])
+    e = torch.zeros(0, 3)
+    v, i = ct_sort(e, 1, False, False)
+    close(v, e)
+
+
+def test_sort_topk_errors_grad():
+    x = rand((3, 4))
+    v, i = ct_topk(x, 5, 1, True, True)
+    ct.assert_error(v, ct.torch_error(lambda: torch.topk(x, 5)))
+    ct.clear_error()
+    v, i = ct_topk(x, -1, 1, True, True)
+    ct.assert_error(v, ct.torch_error(lambda: torch.topk(x, -1)))
+    ct.clear_error()
+    r = lib.ct_sort(h(x), 2, False, False, None, None)
+    ct.assert_error(r, ct.torch_error(lambda: torch.sort(x, 2)))
+    ct.clear_error()
+
+    def sort_v(t, dim=1, desc=True):
+        v = ctypes.c_void_p()
+        lib.ct_sort(t, dim, desc, False, ctypes.byref(v), None)
+        return v.value
+
+    def topk_v(t):
+        v = ctypes.c_void_p()
+        lib.ct_topk(t, 2, 0, True, True, ctypes.byref(v), None)
+        return v.value
+
+    y = make((5, 4), layout="transposed")
+    grad_check(sort_v, lambda t: torch.sort(t, 1, True)[0], [y], [0], "sort: ", name="SortBackward0")
+    grad_check(topk_v, lambda t: torch.topk(t, 2, 0)[0], [y], [0], "topk: ", name="TopkBackward0")
+    hy = h(y)
+    ct.check_int(lib.ct_set_requires_grad(hy, True))
+    vv, ii = ctypes.c_void_p(), ctypes.c_void_p()
+    ct.check_int(lib.ct_sort(hy, 0, False, False, ctypes.byref(vv), ctypes.byref(ii)))
+    assert lib.ct_requires_grad(vv.value) and not lib.ct_requires_grad(ii.value)
+
+
+# ------------------------------------------------------------------ one_hot / embedding
+def test_one_hot():
+    x = torch.tensor([[0, 2], [1, 4]])
+    close(lib.ct_one_hot(h(x), -1), F.one_hot(x))
+    close(lib.ct_one_hot(h(x), 7), F.one_hot(x, 7))
+    close(lib.ct_one_hot(h(torch.tensor(3)), 5), F.one_hot(torch.tensor(3), 5))
+    close(lib.ct_one_hot(h(torch.zeros(0, dtype=torch.long)), 3), F.one_hot(torch.zeros(0, dtype=torch.long), 3))
+    for bad, n in ((torch.tensor([1.0]), -1), (torch.tensor([-1]), -1), (torch.tensor([3]), 3),
+                   (torch.tensor([], dtype=torch.long), -1)):
+        expect_error(lib.ct_one_hot(h(bad), n), lambda: F.one_hot(bad, n), str(bad))
+    assert_meta_shape(lib.ct_one_hot(meta((2, 3), torch.int64), 4), (2, 3, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64])
+def test_embedding(dtype):
+    w = make((6, 3), dtype, "transposed")
+    idx = torch.tensor([[0, 5, 2], [2, 2, 1]])
+    close(lib.ct_embedding(h(w), h(idx), -1), F.embedding(idx, w))
+    close(lib.ct_embedding(h(w), h(idx.int()), 2), F.embedding(idx.int(), w, padding_idx=2))
+    expect_error(lib.ct_embedding(h(w), h(torch.tensor([6])), -1), lambda: F.embedding(torch.tensor([6]), w))
+    expect_error(lib.ct_embedding(h(w), h(torch.tensor([0.0])), -1), lambda: F.embedding(torch.tensor([0.0]), w))
+    v = rand((3,))
+    expect_error(lib.ct_embedding(h(v), h(torch.tensor([0])), -1), lambda: F.embedding(torch.tensor([0]), v))
+
+
+def test_embedding_grad():
+    w = rand((6, 3))
+    idx = torch.tensor([[0, 5, 2], [2, 2, 1]])
+    grad_check(lambda ww, i: lib.ct_embedding(ww, i, -1), lambda ww, i: F.embedding(i, ww), [w, idx], [0],
+               "embedding: ", name="EmbeddingBackward0")
+    grad_check(lambda ww, i: lib.ct_embedding(ww, i, 2), lambda ww, i: F.embedding(i, ww, padding_idx=2), [w, idx],
+               [0], "embedding pad: ")
+    assert_meta_shape(lib.ct_embedding(meta((6, 3), torch.float32), meta((2, 5), torch.int64), -1), (2, 5, 3))
+
+
+# ------------------------------------------------------------------ where / clamp / lerp / addc*
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_where(dtype, layout):
+    a = make((3, 4), dtype, layout)
+    b = make((4,), dtype)
+    c = make((3, 4), torch.bool, layout)
+    close(lib.ct_where(h(c), h(a), h(b)), ref16(lambda x, y: torch.where(c, x, y), a, b))
+    b2 = make((2, 1, 4), torch.float64)
+    close(lib.ct_where(h(c), h(a), h(b2)), ref16(lambda x, y: torch.where(c, x, y), a, b2))
+    s = torch.tensor(2, dtype=torch.int64)
+    close(lib.ct_where(h(c), h(a), h(s)), ref16(lambda x, y: torch.where(c, x, y), a, s))
+
+
+def test_where_errors_grad():
+    x = rand((3, 4))
+    expect_error(lib.ct_where(h(torch.ones(3)), h(x), h(x)), lambda: torch.where(torch.ones(3), x, x))
+    expect_error(lib.ct_where(h(torch.ones(3, dtype=torch.bool)), h(x), h(x)),
+                 lambda: torch.where(torch.ones(3, dtype=torch.bool), x, x))
+    c = rand((3, 4), torch.bool)
+    grad_check(lambda cc, a, b: lib.ct_where(cc, a, b), torch.where, [c, make((3, 4), layout="transposed"), rand((4,))],
+               [1, 2], "where: ", name="WhereBackward0")
+    assert_meta_shape(lib.ct_where(meta((3, 1), torch.bool), meta((4,), torch.float32), meta((2, 1, 1), torch.float64)),
+                      (2, 3, 4))
+
+
+@pytest.mark.parametrize("dtype", [d for d in NUMERIC if d != torch.bool])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_clamp(dtype, layout):
+    x = make((3, 4), dtype, layout) * (3 if dtype != torch.uint8 else 1)
+    nan = float("nan")
+    for lo, hi in ((-1, 2), (nan, 1), (0, nan), (0.5, 1.5), (3, -3)):
+        kw = {}
+        if lo == lo:
+            kw["min"] = lo
+        if hi == hi:
+            kw["max"] = hi
+        close(lib.ct_clamp(h(x), lo, hi), ref16(lambda t: torch.clamp(t, **kw), x), f"{lo},{hi}: ")
+    lo_t, hi_t = make((4,), dtype), make((3, 1), dtype) + (3 if dtype != torch.uint8 else 2)
+    close(lib.ct_clamp_tensor(h(x), h(lo_t), h(hi_t)), ref16(lambda t, a, b: torch.clamp(t, a, b), x, lo_t, hi_t))
+    close(lib.ct_clamp_tensor(h(x), h(lo_t), None), ref16(lambda t, a: torch.clamp(t, min=a), x, lo_t))
+    close(lib.ct_clamp_tensor(h(x), None, h(hi_t)), ref16(lambda t, b: torch.clamp(t, max=b), x, hi_t))
+
+
+def test_clamp_special():
+    nan, inf = float("nan"), float("inf")
+    x = torch.tensor([1.0, nan, 3.0, -inf, inf])
+    close(lib.ct_clamp(h(x), 0, 2), torch.clamp(x, 0, 2))
+    lo = torch.tensor([nan, 0.0, 0.0, 0.0, 0.0])
+    close(lib.ct_clamp_tensor(h(x), h(lo), h(torch.tensor(2.0))), torch.clamp(x, lo, torch.tensor(2.0)))
+    close(lib.ct_clamp_tensor(h(x), h(lo), None), torch.clamp(x, min=lo))
+    expect_error(lib.ct_clamp(h(x), nan, nan), lambda: torch.clamp(x))
+    xi = torch.tensor([1, 2, 3])
+    close(lib.ct_clamp(h(xi), 1.5, nan), torch.clamp(xi, 1.5))
+    hx = h(x.clone())
+    ct.check_int(lib.ct_clamp_(hx, -1, 1))
+    close(hx, torch.clamp(x, -1, 1))
+    assert_meta_shape(lib.ct_clamp(meta((2, 3), torch.float32), 0, 1), (2, 3))
+
+
+def test_clamp_grad():
+    x = make((3, 4), layout="transposed")
+    grad_check(lambda t: lib.ct_clamp(t, -0.5, 0.5), lambda t: torch.clamp(t, -0.5, 0.5), [x], [0], "clamp: ",
+               name="ClampBackward1")
+    grad_check(lambda t: lib.ct_clamp(t, float("nan"), 0.1), lambda t: torch.clamp(t, max=0.1), [x], [0],
+               "clamp max: ")
+    lo, hi = rand((4,)) - 0.5, rand((3, 1)) + 0.5
+    grad_check(lambda t, a, b: lib.ct_clamp_tensor(t, a, b), lambda t, a, b: torch.clamp(t, a, b), [x, lo, hi],
+               [0, 1, 2], "clamp tensor: ", name="ClampBackward0")
+    grad_check(lambda t, a: lib.ct_clamp_tensor(t, a, None), lambda t, a: torch.clamp(t, min=a), [x, lo], [0, 1],
+               "clamp min tensor: ")
+    grad_check(lambda t, b: lib.ct_clamp_tensor(t, None, b), lambda t, b: torch.clamp(t, max=b), [x, hi], [0, 1],
+               "clamp max tensor: ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_lerp_addc(dtype, layout):
+    a, b, w = make((3, 4), dtype, layout), make((4,), dtype), make((3, 1), dtype)
+    close(lib.ct_lerp(h(a), h(b), h(w)), torch.lerp(a, b, w))
+    for ws in (0.25, 0.75, -1.0, 2.0):
+        close(lib.ct_lerp_scalar(h(a), h(b), ws), torch.lerp(a, b, ws))
+    t2 = make((3, 4), dtype, layout) + 3
+    close(lib.ct_addcmul(h(a), h(b), h(t2), 0.5), torch.addcmul(a, b, t2, value=0.5))
+    close(lib.ct_addcdiv(h(a), h(b), h(t2), -2.0), torch.addcdiv(a, b, t2, value=-2.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+def test_addcmul_int(dtype):
+    a, b, c = make((3, 4), dtype), make((4,), dtype), make((3, 4), dtype)
+    close(lib.ct_addcmul(h(a), h(b), h(c), 2), torch.addcmul(a, b, c, value=2))
+
+
+def test_lerp_addc_errors_grad():
+    x = rand((3, 4), torch.float32)
+    expect_error(lib.ct_lerp_scalar(h(x), h(x.double()), 0.5), lambda: torch.lerp(x, x.double(), 0.5))
+    expect_error(lib.ct_lerp(h(x), h(x), h(x.double())), lambda: torch.lerp(x, x, x.double()))
+    xl = x.long()
+    expect_error(lib.ct_lerp_scalar(h(xl), h(xl), 0.5), lambda: torch.lerp(xl, xl, 0.5))
+    expect_error(lib.ct_addcdiv(h(xl), h(xl), h(xl), 1.0), lambda: torch.addcdiv(xl, xl, xl))
+    expect_error(lib.ct_addcmul(h(x), h(x), h(rand((5,), torch.float32)), 1.0),
+                 lambda: torch.addcmul(x, x, rand((5,), torch.float32)))
+    a, b, w = make((3, 4), layout="transposed"), rand((4,)), rand((3, 1))
+    grad_check(lambda x, y, z: lib.ct_lerp(x, y, z), torch.lerp, [a, b, w], [0, 1, 2], "lerp: ", name="LerpBackward1")
+    grad_check(lambda x, y: lib.ct_lerp_scalar(x, y, 0.3), lambda x, y: torch.lerp(x, y, 0.3), [a, b], [0, 1],
+               "lerp scalar: ", name="LerpBackward0")
+    c = rand((3, 4)) + 3
+    grad_check(lambda x, y, z: lib.ct_addcmul(x, y, z, 0.7), lambda x, y, z: torch.addcmul(x, y, z, value=0.7),
+               [a, b, c], [0, 1, 2], "addcmul: ", name="AddcmulBackward0")
+    grad_check(lambda x, y, z: lib.ct_addcdiv(x, y, z, 0.7), lambda x, y, z: torch.addcdiv(x, y, z, value=0.7),
+               [a, b, c], [0, 1, 2], "addcdiv: ", name="AddcdivBackward0")
+
+
+# ------------------------------------------------------------------ meta shapes = cpu shapes
+def test_meta_shapes():
+    f32, i64 = torch.float32, torch.int64
+    cases = [
+        (lambda m: lib.ct_gather(m((3, 4), f32), 1, m((2, 2), i64)), (2, 2)),
+        (lambda m: lib.ct_scatter_add(m((3, 4), f32), 1, m((2, 2), i64), m((2, 2), f32)), (3, 4)),
+        (lambda m: lib.ct_index(m((3, 4, 5), f32), arr([None, m((2, 6), i64)]), 2), (3, 2, 6, 5)),
+        (lambda m: lib.ct_index(m((3, 4, 5), f32), arr([m((2,), i64), None, m((2,), i64)]), 3), (2, 4)),
+        (lambda m: lib.ct_take(m((3, 4), f32), m((2, 7), i64)), (2, 7)),
+        (lambda m: lib.ct_flip(m((3, 4), f32), ct.i32((0,)), 1), (3, 4)),
+        (lambda m: lib.ct_roll(m((3, 4), f32), ct.i64((1,)), 1, ct.i32((0,)), 1), (3, 4)),
+        (lambda m: lib.ct_repeat(m((3, 4), f32), ct.i64((2, 2, 3)), 3), (2, 6, 12)),
+        (lambda m: lib.ct_tril(m((3, 4), f32), 0), (3, 4)),
+        (lambda m: lib.ct_pad(m((3, 4), f32), ct.i64((1, 2, 3, 4)), 4, 0.0), (10, 7)),
+        (lambda m: lib.ct_masked_fill(m((3, 4), f32), m((2, 1, 4), torch.bool), 0.0), (2, 3, 4)),
+        (lambda m: lib.ct_addcmul(m((3, 4), f32), m((4,), f32), m((2, 1, 1), f32), 1.0), (2, 3, 4)),
+        (lambda m: lib.ct_stack(arr([m((3, 4), f32), m((3, 4), f32)]), 2, 1), (3, 2, 4)),
+    ]
+
+    def cpu(shape, dtype):
+        return h(torch.zeros(shape, dtype=dtype))
+
+    for k, (fn, want) in enumerate(cases):
+        assert_meta_shape(fn(meta), want, f"case {k}: ")
+        assert ct.shape(ct.check(fn(cpu))) == want, f"case {k}: cpu shape"
+    v, i = ctypes.c_void_p(), ctypes.c_void_p()
+    ct.check_int(lib.ct_topk(meta((3, 5), f32), 2, 1, True, True, ctypes.byref(v), ctypes.byref(i)))
+    assert_meta_shape(v.value, (3, 2))
+    assert_meta_shape(i.value, (3, 2))
+    assert ct.dtype(i.value) == ct.CT_INT64
+    # errors are the same on meta
+    ct.assert_error(lib.ct_gather(meta((3, 4), f32), 1, meta((3,), i64)),
+                    ct.torch_error(lambda: torch.gather(torch.zeros(3, 4), 1, torch.zeros(3, dtype=torch.long))))
+    ct.clear_error()
