@@ -393,6 +393,25 @@ CT_API ct_tensor *ct_linear(const ct_tensor *input, const ct_tensor *weight, con
 
 /* --------------------------------------------------- convolution, pooling */
 /* @@SECTION conv@@ */
+/* torch.nn.functional.conv1d: input [N,] C, L; weight [O, C/groups, k]; bias [O] or NULL. */
+CT_API ct_tensor *ct_conv1d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias, int64_t stride,
+                            int64_t padding, int64_t dilation, int64_t groups);
+/* conv2d: input [N,] C, H, W; weight [O, C/groups, kh, kw]; stride, padding, dilation: {h, w} (NULL: 1, 0, 1). */
+CT_API ct_tensor *ct_conv2d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                            const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups);
+/* max_pool2d over [N,] C, H, W: kernel {kh, kw}; stride NULL: the kernel; padding NULL: 0; dilation NULL: 1. */
+CT_API ct_tensor *ct_max_pool2d(const ct_tensor *input, const int64_t *kernel, const int64_t *stride,
+                                const int64_t *padding, const int64_t *dilation, bool ceil_mode);
+/* The same, also returning the int64 indices of the maxima (into each H*W plane) in *indices. */
+CT_API ct_tensor *ct_max_pool2d_with_indices(const ct_tensor *input, const int64_t *kernel, const int64_t *stride,
+                                             const int64_t *padding, const int64_t *dilation, bool ceil_mode,
+                                             ct_tensor **indices);
+/* avg_pool2d; divisor_override 0: none. */
+CT_API ct_tensor *ct_avg_pool2d(const ct_tensor *input, const int64_t *kernel, const int64_t *stride,
+                                const int64_t *padding, bool ceil_mode, bool count_include_pad,
+                                int64_t divisor_override);
+/* adaptive_avg_pool2d to output_size {h, w}. */
+CT_API ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *input, const int64_t *output_size);
 
 /* ----------------------------------------------------- shape and indexing */
 /* @@SECTION index@@ */
@@ -480,6 +499,33 @@ CT_API ct_tensor *ct_addcdiv(const ct_tensor *t, const ct_tensor *t1, const ct_t
 
 /* ----------------------------------------------- neural-network functions */
 /* @@SECTION nnfunc@@ */
+/* Losses reduce as torch's reduction= argument: none (per element), mean, sum. */
+typedef enum { CT_REDUCTION_NONE, CT_REDUCTION_MEAN, CT_REDUCTION_SUM } ct_reduction;
+/* F.cross_entropy: logits [C], [N,C] or [N,C,d...]; target int64 class indices ([], [N] or [N,d...]) or class probabilities (logits' shape); weight [C] or NULL; ignore_index (-100: none); label_smoothing in [0, 1]. */
+CT_API ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight, ct_reduction reduction, int64_t ignore_index, double label_smoothing);
+/* F.nll_loss: input log-probabilities [C], [N,C] or [N,C,d...], int64 class-index target, weight [C] or NULL. */
+CT_API ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight, ct_reduction reduction, int64_t ignore_index);
+/* F.mse_loss: (input - target)^2 (the two broadcast). */
+CT_API ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
+/* F.l1_loss: |input - target|. */
+CT_API ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction);
+/* F.smooth_l1_loss: 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1). */
+CT_API ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction, double beta);
+/* F.binary_cross_entropy: input probabilities in [0, 1], target of input's shape, weight (broadcast) or NULL. */
+CT_API ct_tensor *ct_binary_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight, ct_reduction reduction);
+/* F.binary_cross_entropy_with_logits: weight and pos_weight (broadcast) may be NULL. */
+CT_API ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight, const ct_tensor *pos_weight, ct_reduction reduction);
+/* F.dropout: zeroes each element with probability p (global generator, torch's
+ * bernoulli_(1 - p) mask) and scales the rest by 1/(1-p); the input itself when !training. */
+CT_API ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training);
+/* F.layer_norm over the last n dims (normalized_shape); weight/bias of that shape or NULL. */
+CT_API ct_tensor *ct_layer_norm(const ct_tensor *input, const int64_t *normalized_shape, int n, const ct_tensor *weight, const ct_tensor *bias, double eps);
+/* F.batch_norm on [N,C,...]: training uses batch statistics and updates running_mean/var (may be NULL) in place with momentum (unbiased var); eval uses them. */
+CT_API ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps);
+CT_API ct_tensor *ct_hardtanh(const ct_tensor *a, double min_val, double max_val); /* clamp to [min_val, max_val] */
+CT_API ct_tensor *ct_relu6(const ct_tensor *a);                                     /* hardtanh(a, 0, 6) */
+CT_API ct_tensor *ct_leaky_relu(const ct_tensor *a, double negative_slope);         /* x > 0 ? x : slope * x */
+CT_API ct_tensor *ct_elu(const ct_tensor *a, double alpha);                         /* x > 0 ? x : alpha (e^x - 1) */
 
 /* =============================================================== autograd */
 /* @@SECTION autograd@@ */
@@ -509,6 +555,66 @@ CT_API int ct_register_hook(ct_tensor *t, ct_tensor *(*hook)(const ct_tensor *gr
 /* Anomaly mode: a backward producing NaN fails naming the node. */
 CT_API bool ct_set_detect_anomaly(bool on);
 
+/* ---- custom functions (torch.autograd.Function), gradcheck, functional, graph ---- */
+typedef struct ct_ctx ct_ctx; /* a custom function's context: saved tensors, data, needs_input_grad */
+/* forward runs with grad mode off and fills outputs[0..nout) with handles it made (the scope
+ * ct_function_apply opens around it releases them; the caller gets new handles); backward
+ * fills grad_inputs[0..n) (NULL: zero gradient) and runs in a scope with grad mode =
+ * create_graph, so a backward written in ct_ ops is differentiable again. Both return 0/-1. */
+typedef struct ct_function {
+    const char *name; /* "Exp": outputs get grad_fn "ExpBackward" */
+    int (*forward)(ct_ctx *ctx, const ct_tensor *const *inputs, int n, ct_tensor **outputs, int nout);
+    int (*backward)(ct_ctx *ctx, const ct_tensor *const *grad_outputs, int nout, ct_tensor **grad_inputs, int n);
+    void *data;       /* the initial ct_ctx_get_data(ctx): extra arguments for forward */
+} ct_function;
+/* Fn.apply(*inputs): n <= 6 inputs, 1 <= nout <= 4 outputs (new handles in outputs[]); 0 or -1. */
+CT_API int ct_function_apply(const ct_function *fn, const ct_tensor *const *inputs, int n, ct_tensor **outputs, int nout);
+/* ctx.save_for_backward (forward only; at most 10 tensors, NULL allowed); version-checked at use. */
+CT_API int ct_ctx_save_for_backward(ct_ctx *ctx, const ct_tensor *const *tensors, int n);
+/* The i-th saved tensor (new handle; NULL for a saved NULL, or NULL + error if freed or modified in place). */
+CT_API ct_tensor *ct_ctx_saved(ct_ctx *ctx, int i);
+CT_API int ct_ctx_num_saved(const ct_ctx *ctx); /* number of tensors saved for backward */
+/* ctx.needs_input_grad[i]: in backward, whether input i's gradient is wanted by this pass. */
+CT_API bool ct_ctx_needs_input_grad(const ct_ctx *ctx, int i);
+/* Attach user data to ctx; free_fn (may be NULL) runs when the graph is freed. */
+CT_API void ct_ctx_set_data(ct_ctx *ctx, void *data, void (*free_fn)(void *data));
+CT_API void *ct_ctx_get_data(const ct_ctx *ctx); /* the data set last (initially fn->data) */
+
+/* A differentiable function of n tensors with one result (a new handle), for checks and functional. */
+typedef ct_tensor *(*ct_fn)(const ct_tensor *const *inputs, int n, void *ctx);
+/* Several results: fills outputs[0..cap) with new handles, returns their count or -1. */
+typedef int (*ct_fn_multi)(const ct_tensor *const *inputs, int n, ct_tensor **outputs, int cap, void *ctx);
+/* torch.autograd.gradcheck: the inputs that require grad are perturbed by +-eps (central differences,
+ * in place, element by element) and every element of the numerical Jacobian is compared with
+ * backward's (one vector-Jacobian product per output element): |a - n| <= atol + rtol*|n|.
+ * eps <= 0, atol < 0, rtol < 0 pick torch's defaults 1e-6, 1e-5, 1e-3. Use float64 inputs.
+ * Returns 1 when they match, 0 on a mismatch (ct_last_error() names output, input, element and
+ * both values), -1 on error. */
+CT_API int ct_gradcheck(ct_fn f, const ct_tensor *const *inputs, int n, void *ctx, double eps, double atol, double rtol);
+CT_API int ct_gradcheck_multi(ct_fn_multi f, const ct_tensor *const *inputs, int n, void *ctx, double eps, double atol,
+                              double rtol);
+/* torch.autograd.gradgradcheck: gradcheck of (inputs, v) -> autograd.grad(f(inputs), inputs, v, create_graph)
+ * with random float64 grad_outputs v (fixed seed). */
+CT_API int ct_gradgradcheck(ct_fn f, const ct_tensor *const *inputs, int n, void *ctx, double eps, double atol,
+                            double rtol);
+CT_API int ct_gradgradcheck_multi(ct_fn_multi f, const ct_tensor *const *inputs, int n, void *ctx, double eps,
+                                  double atol, double rtol);
+/* torch.autograd.functional.jacobian of y = f(x): shape y.shape + x.shape (a [y numel, x numel] matrix
+ * when viewed so); zeros where y does not depend on x. */
+CT_API ct_tensor *ct_jacobian(ct_fn f, const ct_tensor *input, void *ctx);
+/* torch.autograd.functional.hessian of a one-element f: shape x.shape + x.shape. */
+CT_API ct_tensor *ct_hessian(ct_fn f, const ct_tensor *input, void *ctx);
+/* torch.autograd.functional.vjp: *output = f(x) (detached), *vjp = v^T J (v NULL: f(x) has one element). */
+CT_API int ct_vjp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **vjp);
+/* torch.autograd.functional.jvp: *output = f(x), *jvp = J v (the double-vjp trick; v NULL: x has one element). */
+CT_API int ct_jvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **jvp);
+/* The backward graph of t as an indented tree, one node per line ("SubBackward0", children two
+ * spaces deeper, leaves "AccumulateGrad [sizes] dtype", an interior node met again "... (see above)"). */
+CT_API int ct_print_graph(const ct_tensor *t);                       /* to stdout; 0 or -1 */
+CT_API int ct_graph_repr(const ct_tensor *t, char *buf, size_t cap); /* into buf; full length or -1 */
+/* The backward graph in Graphviz DOT (edges point from inputs to outputs); full length or -1. */
+CT_API int ct_graph_dot(const ct_tensor *t, char *buf, size_t cap);
+
 /* ===================================================================== io */
 /* @@SECTION io@@ */
 /* A state dict: an ordered map from unique names to tensors (insertion order),
@@ -516,7 +622,8 @@ CT_API bool ct_set_detect_anomaly(bool on);
  * The dict holds its own reference to each tensor it stores (not a handle): the
  * tensor lives while the dict does, whatever scopes end, and it is the same
  * tensor (no copy), as in a Python dict. ct_state_dict_free releases them all.
- * Strings the dict returns stay valid until the dict is freed. */
+ * Strings the dict returns stay valid until their entry is removed or replaced
+ * or the dict is freed. */
 typedef struct ct_state_dict ct_state_dict; /* opaque */
 CT_API ct_state_dict *ct_state_dict_new(void);
 CT_API void ct_state_dict_free(ct_state_dict *sd); /* NULL does nothing */
@@ -551,6 +658,179 @@ CT_API int ct_save_npy(const ct_tensor *t, const char *path);
  * fortran_order (returned contiguous), dtypes b1 u1 i1 i2 i4 i8 f2 f4 f8. */
 CT_API ct_tensor *ct_load_npy(const char *path);
 CT_API ct_tensor *ct_load_npy_buffer(const void *data, size_t nbytes);
+
+/* ===================================================================== nn */
+/* @@SECTION nn@@ */
+/* Modules, as torch.nn.Module: a tree of named children (ordered), each with
+ * named parameters (leaf tensors that require grad) and named buffers, and a
+ * training flag. A module owns its tensors, its context and its children:
+ * ct_module_free frees the whole tree. Tensor handles a module hands out
+ * (ct_module_get, ct_module_named_parameters) are borrowed: they stay valid
+ * while the module lives (ct_retain one to keep it longer). */
+typedef struct ct_module ct_module; /* opaque */
+/* What a module does; copied by ct_module_new, so it may live on the stack. */
+typedef struct ct_module_ops {
+    const char *name; /* the type name in the repr: "Linear", "MyBlock" */
+    /* inputs[0..n): returns a new handle (owned like any ct_* result) or NULL + error */
+    ct_tensor *(*forward)(ct_module *m, const ct_tensor *const *inputs, int n, void *ctx);
+    /* Writes the text inside the parentheses ("in_features=3, ...") as snprintf does; NULL: none. */
+    int (*extra_repr)(const ct_module *m, char *buf, size_t cap, void *ctx);
+    void *(*clone_ctx)(const void *ctx); /* a deep copy, for ct_module_clone; NULL: the clone shares ctx */
+    void (*free_ctx)(void *ctx);         /* NULL: ctx is not freed with the module */
+} ct_module_ops;
+/* A new module (training mode) with no parameters or children; ctx is the user's state. */
+CT_API ct_module *ct_module_new(const ct_module_ops *ops, void *ctx);
+CT_API void ct_module_free(ct_module *m); /* the module, its children, tensors and ctx; NULL: nothing */
+/* Registers t (borrowed; the module keeps its own reference) as a parameter: it becomes a leaf that requires grad. */
+CT_API int ct_module_register_parameter(ct_module *m, const char *name, ct_tensor *t);
+CT_API int ct_module_register_buffer(ct_module *m, const char *name, ct_tensor *t); /* as above, no grad */
+/* Adds child under name and takes ownership of it; a child that already has a parent
+ * (the same module added twice) is deep-cloned first, so each name gets its own copy. */
+CT_API int ct_module_register_module(ct_module *m, const char *name, ct_module *child);
+CT_API ct_tensor *ct_module_forward(ct_module *m, const ct_tensor *input); /* m(input) */
+CT_API ct_tensor *ct_module_forward2(ct_module *m, const ct_tensor *a, const ct_tensor *b); /* losses: m(input, target) */
+CT_API ct_tensor *ct_module_forward_n(ct_module *m, const ct_tensor *const *inputs, int n);
+CT_API const char *ct_module_type_name(const ct_module *m);  /* "Linear" */
+CT_API void *ct_module_context(const ct_module *m);          /* the ctx given to ct_module_new */
+/* A parameter or buffer by dotted name ("0.weight", "features.1.bias"); borrowed; NULL + error if absent. */
+CT_API ct_tensor *ct_module_get(const ct_module *m, const char *name);
+CT_API ct_module *ct_module_child(const ct_module *m, const char *name); /* dotted name; borrowed */
+CT_API int ct_module_num_children(const ct_module *m);
+CT_API ct_module *ct_module_child_at(const ct_module *m, int i);          /* borrowed */
+CT_API const char *ct_module_child_name(const ct_module *m, int i);
+/* Parameters of m and its descendants in PyTorch's order (own first, then each child's,
+ * named "child.name"); returns their count and fills up to cap names/handles (either may
+ * be NULL). Names and handles are borrowed, valid until the next such call on m. */
+CT_API int ct_module_named_parameters(ct_module *m, const char **names, ct_tensor **params, int cap);
+CT_API int ct_module_named_buffers(ct_module *m, const char **names, ct_tensor **buffers, int cap);
+CT_API int64_t ct_module_num_parameters(ct_module *m); /* total number of parameter elements */
+CT_API int ct_module_zero_grad(ct_module *m, bool set_to_none);
+CT_API int ct_module_train(ct_module *m, bool mode); /* recursive, as module.train(mode) */
+CT_API int ct_module_eval(ct_module *m);             /* ct_module_train(m, false) */
+CT_API bool ct_module_is_training(const ct_module *m);
+/* A deep copy: new tensors with the same values, the same names, structure, mode and ctx (cloned). */
+CT_API ct_module *ct_module_clone(const ct_module *m);
+/* PyTorch's module repr ("Sequential(\n  (0): Linear(in_features=2, ...)\n)") into buf,
+ * as snprintf does: returns the full length, -1 on error. */
+CT_API int ct_module_repr(const ct_module *m, char *buf, size_t cap);
+CT_API int ct_module_print(const ct_module *m); /* the repr and a newline to stdout */
+/* Parameters then buffers, recursively (module.state_dict()): the same tensors, no copy. */
+CT_API ct_state_dict *ct_module_state_dict(ct_module *m);
+/* Copies the dict's tensors into the module's (dtype converted). Fails, changing nothing,
+ * with PyTorch's "Error(s) in loading state_dict for ..." on a size mismatch, or (strict)
+ * on missing or unexpected keys. */
+CT_API int ct_module_load_state_dict(ct_module *m, const ct_state_dict *sd, bool strict);
+CT_API int ct_module_save(ct_module *m, const char *path);       /* state dict as safetensors */
+CT_API int ct_module_load(ct_module *m, const char *path, bool strict);
+
+/* Layers: torch.nn's, initialised as PyTorch does by default (the same numbers
+ * after the same ct_manual_seed). Sizes <= 0 fail as in PyTorch. */
+CT_API ct_module *ct_nn_linear(int64_t in_features, int64_t out_features, bool bias);
+/* Conv1d/Conv2d with square kernels: stride, padding, dilation the same on each side. */
+CT_API ct_module *ct_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
+                               int64_t padding, int64_t dilation, int64_t groups, bool bias);
+CT_API ct_module *ct_nn_conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,
+                               int64_t padding, int64_t dilation, int64_t groups, bool bias);
+/* momentum NAN: cumulative moving average (PyTorch's momentum=None). */
+CT_API ct_module *ct_nn_batch_norm1d(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats);
+CT_API ct_module *ct_nn_batch_norm2d(int64_t num_features, double eps, double momentum, bool affine,
+                                     bool track_running_stats);
+CT_API ct_module *ct_nn_layer_norm(const int64_t *normalized_shape, int ndim, double eps, bool elementwise_affine);
+CT_API ct_module *ct_nn_dropout(double p);
+CT_API ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx /* -1: none */);
+CT_API ct_module *ct_nn_relu(void);
+CT_API ct_module *ct_nn_gelu(const char *approximate); /* "none" (or NULL) | "tanh" */
+CT_API ct_module *ct_nn_silu(void);
+CT_API ct_module *ct_nn_tanh(void);
+CT_API ct_module *ct_nn_sigmoid(void);
+CT_API ct_module *ct_nn_softmax(int dim);
+CT_API ct_module *ct_nn_max_pool2d(int64_t kernel_size, int64_t stride /* 0: kernel_size */, int64_t padding);
+CT_API ct_module *ct_nn_avg_pool2d(int64_t kernel_size, int64_t stride /* 0: kernel_size */, int64_t padding);
+CT_API ct_module *ct_nn_adaptive_avg_pool2d(int64_t out_h, int64_t out_w);
+CT_API ct_module *ct_nn_flatten(int start_dim, int end_dim); /* torch.nn.Flatten(1, -1) by default */
+/* Containers: take ownership of the n modules (children "0", "1", ...; a module given twice is cloned). */
+CT_API ct_module *ct_nn_sequential(ct_module *const *modules, int n);
+CT_API ct_module *ct_nn_module_list(ct_module *const *modules, int n);
+CT_API int ct_nn_append(ct_module *container, ct_module *m); /* adds m as the next numbered child */
+
+/* Losses as modules (forward2(input, target)), over the functional forms (ct_reduction: see nnfunc). */
+/* input [N, C] (or [C]) logits, target int64 classes [N]; ignore_index -100 as PyTorch. */
+CT_API ct_module *ct_nn_cross_entropy_loss(ct_reduction reduction);
+CT_API ct_module *ct_nn_nll_loss(ct_reduction reduction);
+CT_API ct_module *ct_nn_mse_loss(ct_reduction reduction);
+CT_API ct_module *ct_nn_l1_loss(ct_reduction reduction);
+CT_API ct_module *ct_nn_smooth_l1_loss(ct_reduction reduction, double beta);
+CT_API ct_module *ct_nn_bce_loss(ct_reduction reduction);
+CT_API ct_module *ct_nn_bce_with_logits_loss(ct_reduction reduction);
+
+/* torch.nn.init, in place, in no-grad mode, drawing from the global generator as
+ * PyTorch does. fan_mode: "fan_in" or "fan_out"; nonlinearity as calculate_gain. */
+CT_API double ct_init_calculate_gain(const char *nonlinearity, double param);
+CT_API int ct_init_uniform_(ct_tensor *t, double a, double b);
+CT_API int ct_init_normal_(ct_tensor *t, double mean, double std);
+CT_API int ct_init_constant_(ct_tensor *t, double value);
+CT_API int ct_init_zeros_(ct_tensor *t);
+CT_API int ct_init_ones_(ct_tensor *t);
+CT_API int ct_init_xavier_uniform_(ct_tensor *t, double gain);
+CT_API int ct_init_xavier_normal_(ct_tensor *t, double gain);
+CT_API int ct_init_kaiming_uniform_(ct_tensor *t, double a, const char *fan_mode, const char *nonlinearity);
+CT_API int ct_init_kaiming_normal_(ct_tensor *t, double a, const char *fan_mode, const char *nonlinearity);
+
+/* Data: a dataset of (features, labels) tensors indexed along dim 0, and a loader of
+ * batches; with shuffle, epoch e uses the order ct_randperm gives after
+ * ct_manual_seed(seed + e) (it reseeds the global generator), i.e. torch's
+ * torch.manual_seed(seed + e); torch.randperm(n). */
+typedef struct ct_dataset ct_dataset;
+typedef struct ct_dataloader ct_dataloader;
+CT_API ct_dataset *ct_dataset_new(const ct_tensor *features, const ct_tensor *labels); /* keeps references */
+CT_API int64_t ct_dataset_size(const ct_dataset *ds);
+CT_API void ct_dataset_free(ct_dataset *ds);
+CT_API ct_dataloader *ct_dataloader_new(const ct_dataset *ds, int64_t batch_size, bool shuffle, bool drop_last,
+                                        uint64_t seed);
+CT_API int64_t ct_dataloader_num_batches(const ct_dataloader *dl);
+/* The next batch as new handles (contiguous copies): 1, or 0 at the end of the epoch
+ * (the next call starts the next epoch), -1 on error. */
+CT_API int ct_dataloader_next(ct_dataloader *dl, ct_tensor **features, ct_tensor **labels);
+CT_API void ct_dataloader_free(ct_dataloader *dl);
+
+/* ================================================================== optim */
+/* @@SECTION optim@@ */
+/* Optimizers with torch.optim's update rules (the same numbers step for step). The
+ * optimizer keeps references to the parameters (float32/float64 leaves) and updates
+ * them in place, in no-grad mode; parameters without a gradient are skipped. */
+typedef struct ct_optimizer ct_optimizer;
+CT_API ct_optimizer *ct_optim_sgd(ct_tensor *const *params, int n, double lr, double momentum, double dampening,
+                                  double weight_decay, bool nesterov);
+CT_API ct_optimizer *ct_optim_adam(ct_tensor *const *params, int n, double lr, double beta1, double beta2,
+                                   double eps, double weight_decay, bool amsgrad);
+CT_API ct_optimizer *ct_optim_adamw(ct_tensor *const *params, int n, double lr, double beta1, double beta2,
+                                    double eps, double weight_decay, bool amsgrad);
+CT_API ct_optimizer *ct_optim_rmsprop(ct_tensor *const *params, int n, double lr, double alpha, double eps,
+                                      double weight_decay, double momentum, bool centered);
+/* A parameter group with its own lr (the other hyperparameters as the first group's). */
+CT_API int ct_optimizer_add_param_group(ct_optimizer *opt, ct_tensor *const *params, int n, double lr);
+CT_API int ct_optimizer_step(ct_optimizer *opt);
+CT_API int ct_optimizer_zero_grad(ct_optimizer *opt, bool set_to_none);
+CT_API int ct_optimizer_num_groups(const ct_optimizer *opt);
+CT_API double ct_optimizer_get_lr(const ct_optimizer *opt, int group); /* NaN on error */
+CT_API int ct_optimizer_set_lr(ct_optimizer *opt, int group, double lr);
+CT_API void ct_optimizer_free(ct_optimizer *opt);
+/* State as a dict: "state.<i>.<buffer>" tensors (i counts parameters over the groups,
+ * buffers named as torch's: step, exp_avg, exp_avg_sq, max_exp_avg_sq, momentum_buffer,
+ * square_avg, grad_avg) and "param_groups.<g>.lr" metadata; copies, owned by the dict. */
+CT_API ct_state_dict *ct_optimizer_state_dict(const ct_optimizer *opt);
+CT_API int ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_state_dict *sd);
+/* Learning-rate schedulers: torch.optim.lr_scheduler's StepLR and CosineAnnealingLR. */
+typedef struct ct_lr_scheduler ct_lr_scheduler;
+CT_API ct_lr_scheduler *ct_lr_step(ct_optimizer *opt, int step_size, double gamma);
+CT_API ct_lr_scheduler *ct_lr_cosine_annealing(ct_optimizer *opt, int T_max, double eta_min);
+CT_API int ct_lr_scheduler_step(ct_lr_scheduler *s);
+CT_API double ct_lr_scheduler_get_last_lr(const ct_lr_scheduler *s, int group);
+CT_API void ct_lr_scheduler_free(ct_lr_scheduler *s);
+/* torch.nn.utils.clip_grad_norm_: scales the gradients so that their total norm_type norm
+ * is at most max_norm; returns the total norm before clipping (NaN on error). */
+CT_API double ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, double norm_type);
 
 #ifdef __cplusplus
 }

@@ -226,6 +226,20 @@ TEST(elementwise_values_and_layouts) {
     CHECK_ERR_INT(ct_add_(e, ct_ones(CT_SHAPE(4), CT_FLOAT32)), "more than one element of the written-to tensor refers to a single memory location");
 }
 
+TEST(transposed_copies_are_exact) {
+    ct_tensor *x = ct_view(ct_arange(0, 3 * 70 * 101, 1, CT_FLOAT64), CT_SHAPE(3, 70, 101));
+    ct_tensor *c = ct_contiguous(ct_transpose(x, 1, 2)); /* the tiled path: [3, 101, 70] */
+    CHECK(ct_is_contiguous(c));
+    double *d = ct_data_ptr(c);
+    int bad = 0;
+    for (int b = 0; b < 3; b++)
+        for (int i = 0; i < 101; i++)
+            for (int j = 0; j < 70; j++) bad += d[(b * 101 + i) * 70 + j] != (double)(b * 7070 + j * 101 + i);
+    CHECK_EQ_INT(bad, 0);
+    ct_tensor *h = ct_contiguous(ct_t(ct_to_dtype(ct_view(ct_arange(0, 64 * 65, 1, CT_INT64), CT_SHAPE(64, 65)), CT_FLOAT16)));
+    CHECK_NEAR(ct_item(ct_select(ct_select(h, 0, 3), 0, 2)), 2 * 65 + 3, 0);
+}
+
 int main(void) {
     RUN(scope_releases_everything);
     RUN(retain_outlives_scope_and_free_releases);
@@ -243,5 +257,6 @@ int main(void) {
     RUN(type_promotion_follows_pytorch);
     RUN(meta_device_computes_shapes_and_errors);
     RUN(elementwise_values_and_layouts);
+    RUN(transposed_copies_are_exact);
     return REPORT();
 }

@@ -203,7 +203,24 @@ TEST(grads) {
     CHECK_NEAR(at(ct_grad(a), 5), 1, 0);
 }
 
+TEST(max_dim_grad) {
+    float d[] = {1, 3, 3, -1, 2, 2, 2, 2, 0, 5, -5, 1};
+    ct_tensor *a = ct_to_dtype(ct_from_data(d, CT_SHAPE(3, 4), CT_FLOAT32), CT_FLOAT64);
+    ct_set_requires_grad(a, true);
+    for (int k = 0; k < 2; k++) {
+        ct_tensor *v, *ix;
+        CHECK_EQ_INT(ct_max_dim(a, 0, k, &v, &ix), 0);
+        ct_tensor *g = ct_ones_like(v);
+        const ct_tensor *outs[] = {v}, *gos[] = {g}, *ins[] = {a};
+        ct_tensor *res[1];
+        CHECK_EQ_INT(ct_autograd_grad(outs, gos, 1, ins, 1, res, true, true, true), 0);
+        CHECK_NEAR(at(res[0], 4), 1, 0);
+        CHECK_NEAR(at(res[0], 0), 0, 0);
+    }
+}
+
 int main(void) {
+    RUN(max_dim_grad);
     RUN(sum_basic);
     RUN(sum_dtypes);
     RUN(sum_large);

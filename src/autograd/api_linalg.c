@@ -56,3 +56,92 @@ ct_tensor *ct_linear(const ct_tensor *input, const ct_tensor *weight, const ct_t
     OpArgs a = {.t = {t[0], t[1], t[2]}, .nt = 3};
     return c10_wrap(ag_call1(OP_linear, &a));
 }
+
+/* ------------------------------------------------------ convolution, pooling */
+
+static ct_tensor *conv(int nsp, const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias,
+                       const int64_t *stride, const int64_t *padding, const int64_t *dilation, int64_t groups) {
+    TensorImpl *t[3] = {NULL, NULL, NULL};
+    const ct_tensor *h[3] = {input, weight, bias};
+    if (!unwrap(h, t, bias ? 3 : 2)) return NULL;
+    OpArgs a = {.t = {t[0], t[1], t[2]}, .nt = 3, .ni = 8};
+    a.i[0] = nsp;
+    for (int k = 0; k < 2; k++) {
+        a.i[1 + k] = stride[k];
+        a.i[3 + k] = padding[k];
+        a.i[5 + k] = dilation[k];
+    }
+    a.i[7] = groups;
+    return c10_wrap(ag_call1(OP_convolution, &a));
+}
+
+ct_tensor *ct_conv1d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias, int64_t stride,
+                     int64_t padding, int64_t dilation, int64_t groups) {
+    const int64_t s[2] = {1, stride}, p[2] = {0, padding}, d[2] = {1, dilation};
+    return conv(1, input, weight, bias, s, p, d, groups);
+}
+
+ct_tensor *ct_conv2d(const ct_tensor *input, const ct_tensor *weight, const ct_tensor *bias, const int64_t *stride,
+                     const int64_t *padding, const int64_t *dilation, int64_t groups) {
+    static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+    return conv(2, input, weight, bias, stride ? stride : one, padding ? padding : zero, dilation ? dilation : one,
+                groups);
+}
+
+static bool pool_args(const char *op, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                      int64_t *i) {
+    if (!kernel) {
+        c10_error("%s: kernel_size must be given", op);
+        return false;
+    }
+    for (int k = 0; k < 2; k++) {
+        i[k] = kernel[k];
+        i[2 + k] = stride ? stride[k] : kernel[k];
+        i[4 + k] = padding ? padding[k] : 0;
+    }
+    return true;
+}
+
+ct_tensor *ct_max_pool2d_with_indices(const ct_tensor *input, const int64_t *kernel, const int64_t *stride,
+                                      const int64_t *padding, const int64_t *dilation, bool ceil_mode,
+                                      ct_tensor **indices) {
+    if (indices) *indices = NULL;
+    TensorImpl *x = c10_unwrap(input);
+    if (!x) return NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .ni = 9};
+    if (!pool_args("max_pool2d", kernel, stride, padding, a.i)) return NULL;
+    a.i[6] = dilation ? dilation[0] : 1;
+    a.i[7] = dilation ? dilation[1] : 1;
+    a.i[8] = ceil_mode;
+    TensorImpl *out[OP_MAX_OUTS];
+    if (ag_call(OP_max_pool2d, &a, out) < 0) return NULL;
+    ct_tensor *v = c10_wrap(out[0]);
+    if (indices) *indices = c10_wrap(out[1]);
+    else c10_release(out[1]);
+    return v;
+}
+
+ct_tensor *ct_max_pool2d(const ct_tensor *input, const int64_t *kernel, const int64_t *stride,
+                         const int64_t *padding, const int64_t *dilation, bool ceil_mode) {
+    return ct_max_pool2d_with_indices(input, kernel, stride, padding, dilation, ceil_mode, NULL);
+}
+
+ct_tensor *ct_avg_pool2d(const ct_tensor *input, const int64_t *kernel, const int64_t *stride, const int64_t *padding,
+                         bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    TensorImpl *x = c10_unwrap(input);
+    if (!x) return NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .ni = 9};
+    if (!pool_args("avg_pool2d", kernel, stride, padding, a.i)) return NULL;
+    a.i[6] = ceil_mode;
+    a.i[7] = count_include_pad;
+    a.i[8] = divisor_override;
+    return c10_wrap(ag_call1(OP_avg_pool2d, &a));
+}
+
+ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *input, const int64_t *output_size) {
+    TensorImpl *x = c10_unwrap(input);
+    if (!x) return NULL;
+    if (!output_size) return c10_error("adaptive_avg_pool2d: output_size must be given");
+    OpArgs a = {.t = {x}, .nt = 1, .i = {output_size[0], output_size[1]}, .ni = 2};
+    return c10_wrap(ag_call1(OP_adaptive_avg_pool2d, &a));
+}

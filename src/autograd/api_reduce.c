@@ -43,7 +43,18 @@ static int minmax_dim(int op, const ct_tensor *h, int dim, bool keepdim, ct_tens
     if (!values || !indices) return c10_error_int("%s: values and indices must not be NULL", op_info[op].name);
     OpArgs a = {.t = {t}, .nt = 1, .i = {dim, keepdim}, .ni = 2};
     TensorImpl *out[OP_MAX_OUTS];
-    if (ag_call(op, &a, out) < 0) return -1;
+    if (at_call(op, &a, out) < 0) return -1;
+    /* the values again, through the differentiable row, when autograd records */
+    if (ag_grad_enabled() && ag_requires_grad(t)) {
+        OpArgs v = {.t = {t, out[1]}, .nt = 2, .i = {dim, keepdim}, .ni = 2};
+        TensorImpl *val = ag_call1(op == OP_max_dim ? OP_max_dim_values : OP_min_dim_values, &v);
+        c10_release(out[0]);
+        if (!val) {
+            c10_release(out[1]);
+            return -1;
+        }
+        out[0] = val;
+    }
     *values = c10_wrap(out[0]);
     *indices = c10_wrap(out[1]);
     return 0;

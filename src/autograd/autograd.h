@@ -66,9 +66,6 @@ struct Node {
     Edge next[OP_MAX_TENSORS];
     SavedVariable saved_in[OP_MAX_TENSORS];
     SavedVariable saved_out[OP_MAX_OUTS];
-    InputMeta in_meta[OP_MAX_TENSORS];
-    InputMeta out_meta[OP_MAX_OUTS]; /* for zero gradients of unused outputs */
-    OpArgs args;              /* scalar and int arguments; tensor slots cleared */
     bool released;            /* saved variables freed after backward */
     TensorImpl *variable;     /* AccumulateGrad: the leaf (strong reference) */
     AutogradMeta *retain[OP_MAX_OUTS]; /* non-leaves with retains_grad (weak) */
@@ -82,6 +79,11 @@ struct Node {
     int deps;
     bool needed;
     TensorImpl *buffer[OP_MAX_OUTS];
+    /* Everything above is zeroed at creation; the big arrays below are filled
+     * only as far as they are used (nodes are made at every op). */
+    InputMeta in_meta[OP_MAX_TENSORS];   /* entries [0, num_next) */
+    InputMeta out_meta[OP_MAX_OUTS];     /* entries [0, num_inputs): for zero gradients */
+    OpArgs args;              /* scalar and int arguments; tensor slots cleared */
 };
 
 /* A CopySlices node's data: the in-place op's node and the view's geometry

@@ -146,3 +146,113 @@ int d_linear(BackwardCtx *c, TensorImpl **gi) {
     SET(2, G);
     return 0;
 }
+
+/* ============================================================ convolution */
+
+/* OpArgs for a conv op: tensors, the convolution's 8 parameters (i[0..7]) and
+ * optionally a shape (ndim, sizes...). */
+static OpArgs conv_args(BackwardCtx *c, TensorImpl *t0, TensorImpl *t1, const int64_t *shape, int nd) {
+    OpArgs a = {.t = {t0, t1}, .nt = 2, .ni = 8};
+    memcpy(a.i, c->args->i, sizeof(int64_t) * 8);
+    if (shape) {
+        a.i[8] = nd;
+        memcpy(a.i + 9, shape, sizeof(int64_t) * (size_t)nd);
+        a.ni = 9 + nd;
+    } else {
+        a.t[2] = NULL, a.nt = 3;
+    }
+    return a;
+}
+static TensorImpl *conv_call(int op, OpArgs a) {
+    for (int k = 0; k < 2; k++)
+        if (!a.t[k]) return NULL;
+    return F(ag_call1(op, &a));
+}
+#define META(k) (&c->node->in_meta[k])
+
+/* convolution(x, w, b): x: conv_backward_input(g, w), w: conv_backward_weight(x, g),
+ * b: g summed over every dim but the channels */
+int d_convolution(BackwardCtx *c, TensorImpl **gi) {
+    SET(0, conv_call(OP_conv_backward_input, conv_args(c, G, IN(1), META(0)->sizes, META(0)->ndim)));
+    SET(1, conv_call(OP_conv_backward_weight, conv_args(c, IN(0), G, META(1)->sizes, META(1)->ndim)));
+    if (c->needs[2]) {
+        int nd = G->ndim, batched = nd == (int)c->args->i[0] + 2;
+        OpArgs a = {.t = {G}, .nt = 1, .i = {0, 0}};
+        int n = 0;
+        for (int d = 0; d < nd; d++)
+            if (d != batched) a.i[2 + n++] = d;
+        a.i[1] = n, a.ni = 2 + n;
+        SET(2, F(ag_call1(OP_sum_dims, &a)));
+    }
+    return 0;
+}
+
+/* conv_backward_input(g, w) is linear in each: g: convolution(G, w), w: conv_backward_weight(G, g) */
+int d_conv_backward_input(BackwardCtx *c, TensorImpl **gi) {
+    SET(0, conv_call(OP_convolution, conv_args(c, G, IN(1), NULL, 0)));
+    SET(1, conv_call(OP_conv_backward_weight, conv_args(c, G, IN(0), META(1)->sizes, META(1)->ndim)));
+    return 0;
+}
+
+/* conv_backward_weight(x, g): x: conv_backward_input(g, G), g: convolution(x, G) */
+int d_conv_backward_weight(BackwardCtx *c, TensorImpl **gi) {
+    SET(0, conv_call(OP_conv_backward_input, conv_args(c, IN(1), G, META(0)->sizes, META(0)->ndim)));
+    SET(1, conv_call(OP_convolution, conv_args(c, IN(0), G, NULL, 0)));
+    return 0;
+}
+
+/* ================================================================ pooling */
+
+static OpArgs shape_args(TensorImpl *t0, TensorImpl *t1, const int64_t *pre, int npre, const InputMeta *m) {
+    OpArgs a = {.t = {t0, t1}, .nt = t1 ? 2 : 1};
+    memcpy(a.i, pre, sizeof(int64_t) * (size_t)npre);
+    a.i[npre] = m->ndim;
+    memcpy(a.i + npre + 1, m->sizes, sizeof(int64_t) * (size_t)m->ndim);
+    a.ni = npre + 1 + m->ndim;
+    return a;
+}
+
+/* max_pool2d: the gradient goes to the argmax of each window (out[1]: the indices) */
+int d_max_pool2d(BackwardCtx *c, TensorImpl **gi) {
+    OpArgs a = shape_args(G, c->out[1], NULL, 0, META(0));
+    if (!a.t[1]) return -1;
+    SET(0, F(ag_call1(OP_max_pool2d_backward, &a)));
+    return 0;
+}
+/* max_pool2d_backward(g, idx): g: gather G at idx */
+int d_max_pool2d_backward(BackwardCtx *c, TensorImpl **gi) {
+    OpArgs a = {.t = {G, IN(1)}, .nt = 2};
+    SET(0, F(ag_call1(OP_max_pool2d_gather, &a)));
+    return 0;
+}
+/* max_pool2d_gather(src, idx): src: scatter G back */
+int d_max_pool2d_gather(BackwardCtx *c, TensorImpl **gi) {
+    OpArgs a = shape_args(G, IN(1), NULL, 0, META(0));
+    SET(0, F(ag_call1(OP_max_pool2d_backward, &a)));
+    return 0;
+}
+
+int d_avg_pool2d(BackwardCtx *c, TensorImpl **gi) {
+    OpArgs a = shape_args(G, NULL, c->args->i, 9, META(0));
+    SET(0, F(ag_call1(OP_avg_pool2d_backward, &a)));
+    return 0;
+}
+/* avg_pool2d_backward is avg_pool2d's adjoint: its derivative is avg_pool2d */
+int d_avg_pool2d_backward(BackwardCtx *c, TensorImpl **gi) {
+    OpArgs a = {.t = {G}, .nt = 1, .ni = 9};
+    memcpy(a.i, c->args->i, sizeof(int64_t) * 9);
+    SET(0, F(ag_call1(OP_avg_pool2d, &a)));
+    return 0;
+}
+
+int d_adaptive_avg_pool2d(BackwardCtx *c, TensorImpl **gi) {
+    OpArgs a = shape_args(G, NULL, NULL, 0, META(0));
+    SET(0, F(ag_call1(OP_adaptive_avg_pool2d_backward, &a)));
+    return 0;
+}
+int d_adaptive_avg_pool2d_backward(BackwardCtx *c, TensorImpl **gi) {
+    const InputMeta *m = META(0);
+    OpArgs a = {.t = {G}, .nt = 1, .i = {m->sizes[m->ndim - 2], m->sizes[m->ndim - 1]}, .ni = 2};
+    SET(0, F(ag_call1(OP_adaptive_avg_pool2d, &a)));
+    return 0;
+}

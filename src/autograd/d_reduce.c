@@ -190,13 +190,15 @@ int d_max_all(BackwardCtx *c, TensorImpl **gi) {
     RET(MUL(mask, DIV(G, count)));
 }
 
-/* max_dim, min_dim: the gradient to the selected index only */
+/* max_dim_values, min_dim_values (t[1]: the indices): the gradient to the
+ * selected index only */
 int d_max_dim(BackwardCtx *c, TensorImpl **gi) {
     const InputMeta *m = &c->node->in_meta[0];
+    if (!c->needs[0]) return 0;
     if (m->ndim == 0) RET(G);
     bool mask[CT_MAX_DIMS], keepdim;
     int dim = dim_mask(c, mask, &keepdim);
-    TensorImpl *idx = restore(c->out[1], mask, keepdim, m->ndim);
+    TensorImpl *idx = restore(c->in[1], mask, keepdim, m->ndim);
     int64_t D = m->sizes[dim], shape[CT_MAX_DIMS];
     for (int d = 0; d < m->ndim; d++) shape[d] = d == dim ? D : 1;
     TensorImpl *ar = F(c10_empty(shape, m->ndim, CT_INT64, m->device));

@@ -1,6 +1,7 @@
 /* variable.c: AutogradMeta, Nodes, saved variables, and ag_call, the wrapper
  * that runs an op and records its history (PyTorch's generated VariableType). */
 #include "autograd/autograd.h"
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -24,9 +25,46 @@ int NONE(BackwardCtx *c, TensorImpl **gi) {
     return c10_error_int("internal: backward of a non-differentiable op");
 }
 
+/* Nodes are large (every slot inline) and made at every recorded op: freed
+ * ones wait in a per-thread pool instead of going back to malloc. */
+static _Thread_local Node *node_pool;
+static _Thread_local int node_pool_n;
+
+static Node *node_alloc(void) {
+    Node *n = node_pool;
+    if (n) {
+        node_pool = n->gc_next;
+        node_pool_n--;
+        return n;
+    }
+    return malloc(sizeof *n);
+}
+
+static void node_free(Node *n) {
+    if (node_pool_n >= 4096) {
+        free(n);
+        return;
+    }
+    n->gc_next = node_pool;
+    node_pool = n;
+    node_pool_n++;
+}
+
+__attribute__((destructor)) static void node_pool_fini(void) {
+    while (node_pool) {
+        Node *n = node_pool;
+        node_pool = n->gc_next;
+        free(n);
+    }
+}
+
 Node *ag_node_new(int kind, const char *name, int num_inputs, int num_next) {
-    Node *n = calloc(1, sizeof *n);
+    Node *n = node_alloc();
     if (!n) return c10_error("out of memory");
+    memset(n, 0, offsetof(Node, in_meta));
+    for (int k = 0; k < num_next; k++) n->in_meta[k].defined = false;
+    for (int k = 0; k < num_inputs; k++) n->out_meta[k].defined = false;
+    n->args.nt = n->args.ni = 0;
     atomic_init(&n->refcount, 1);
     n->kind = kind;
     n->name = name;
@@ -86,7 +124,7 @@ void ag_node_release(Node *n) {
         }
         if (m->custom) ag_custom_free(m->custom);
         if (m->extra_free) m->extra_free(m->extra);
-        free(m);
+        node_free(m);
     }
 }
 
@@ -202,7 +240,10 @@ static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl
     Node *node = ag_node_new(NODE_OP, deriv_info[op].node_name, n, a->nt);
     if (!node) return NULL;
     node->op = op;
-    node->args = *a;
+    memcpy(node->args.s, a->s, sizeof a->s);
+    memcpy(node->args.i, a->i, sizeof(int64_t) * (size_t)a->ni);
+    node->args.ni = a->ni;
+    node->args.nt = a->nt;
     for (int k = 0; k < OP_MAX_TENSORS; k++) node->args.t[k] = NULL;
     node->args.dst = NULL;
     for (int k = 0; k < a->nt; k++) {

@@ -12,7 +12,7 @@
  * arrays come back as contiguous row-major tensors. Trailing bytes after the data
  * are ignored, as numpy.load ignores them. The writer writes version 1.0 (2.0 when
  * the header does not fit in 65535 bytes) with the header padded so that the data
- * starts at a multiple of 64, as numpy.save does.
+ * starts at a multiple of 64, byte for byte as numpy.save (1.24) writes it.
  */
 #include "io/io.h"
 #include <errno.h>
@@ -269,6 +269,10 @@ int ct_save_npy(const ct_tensor *handle, const char *path) {
     for (int d = 0; d < t->ndim; d++)
         n += snprintf(header + n, sizeof header - (size_t)n, d ? ", %lld" : "%lld", (long long)t->sizes[d]);
     n += snprintf(header + n, sizeof header - (size_t)n, "%s), }", t->ndim == 1 ? "," : "");
+    if (t->ndim) { /* numpy.save's spare room for growing the first axis in place */
+        int digits = snprintf(NULL, 0, "%lld", (long long)t->sizes[0]);
+        for (int k = digits; k < 21; k++) header[n++] = ' ';
+    }
     /* pad with spaces and a final newline so that the data starts at a multiple of 64 */
     size_t prefix = 10, total = prefix + (size_t)n + 1;
     size_t pad = (64 - total % 64) % 64;

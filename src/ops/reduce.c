@@ -482,7 +482,7 @@ int fwd_max_all(int op, const OpArgs *a, TensorImpl **out) {
 /* max_dim, min_dim: values and int64 indices. t[0]; i: dim, keepdim */
 int fwd_max_dim(int op, const OpArgs *a, TensorImpl **out) {
     const TensorImpl *t = a->t[0];
-    const char *name = op == OP_max_dim ? "max" : "min";
+    const char *name = op == OP_max_dim ? "max" : "min"; /* values and indices, no autograd */
     int d = wrap_dim(name, a->i[0], t->ndim);
     if (d < 0) return -1;
     bool mask[CT_MAX_DIMS] = {0}, keepdim = a->i[1] != 0;
@@ -500,6 +500,53 @@ int fwd_max_dim(int op, const OpArgs *a, TensorImpl **out) {
         run_reduce(&pl, rk, &c);
     }
     return 2;
+}
+
+/* max_dim_values, min_dim_values: t[0] at the indices t[1] (int64, the shape
+ * of max_dim's outputs) along dim: the differentiable half of ct_max_dim.
+ * i: dim, keepdim */
+int fwd_take_dim(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const TensorImpl *t = a->t[0], *ix = a->t[1];
+    int d = wrap_dim("max", a->i[0], t->ndim);
+    if (d < 0) return -1;
+    if (ix->dtype != CT_INT64) return c10_error_int("max: indices must be int64");
+    bool keepdim = a->i[1] != 0;
+    int expect = t->ndim == 0 ? 0 : keepdim ? t->ndim : t->ndim - 1;
+    if (ix->ndim != expect) return c10_error_int("max: indices have the wrong shape");
+    TensorImpl *o = c10_empty(ix->sizes, ix->ndim, t->dtype, t->device);
+    if (!o || o->device == CT_META || o->numel == 0) ONE(o);
+    TensorImpl *ic = at_contiguous(ix);
+    if (!ic) {
+        c10_release(o);
+        return -1;
+    }
+    const int64_t *idx = (const int64_t *)c10_data(ic);
+    int64_t es = (int64_t)c10_elsize[t->dtype];
+    const char *src = c10_data(t);
+    char *dst = c10_data(o);
+    for (int64_t k = 0; k < o->numel; k++) {
+        int64_t rest = k, off = 0;
+        for (int q = ix->ndim - 1; q >= 0; q--) {
+            int64_t c = rest % ix->sizes[q];
+            rest /= ix->sizes[q];
+            int td = keepdim || q < d ? q : q + 1; /* the input dim of output dim q */
+            if (td != d) off += c * t->strides[td];
+        }
+        if (t->ndim) {
+            int64_t v = idx[k];
+            if (v < 0 || v >= t->sizes[d]) {
+                c10_release(ic);
+                c10_release(o);
+                return c10_error_int("max: index %lld is out of bounds for dimension %d with size %lld",
+                                     (long long)v, d, (long long)t->sizes[d]);
+            }
+            off += v * t->strides[d];
+        }
+        memcpy(dst + k * es, src + off * es, (size_t)es);
+    }
+    c10_release(ic);
+    ONE(o);
 }
 
 /* amax, amin. t[0]; i: keepdim, ndims (0: all), dims... */

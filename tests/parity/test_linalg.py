@@ -82,6 +82,7 @@ def compare(name, tfn, tensors, extra=(), k=1):
         # beta == 0: self is ignored. (torch 1.13's baddbmm then sometimes reads
         # uninitialised memory for strided batches: its result is not a reference.)
         tensors = [torch.zeros_like(tensors[0])] + list(tensors[1:])
+        extra = (1.0,) + tuple(extra[1:])
     want = ref(lambda *ts: tfn(*ts, *extra) if extra else tfn(*ts), *tensors)
     dt = want.dtype
     ct.assert_close(h, want, what=f"{name}{[tuple(t.shape) for t in tensors]} {dt}: ", **tol(dt, k))

@@ -138,7 +138,8 @@ def test_list_ops(name, dtype):
                     t = tol(want.dtype)
                     ct.assert_close(h, want, rtol=t, atol=t, what=f"{name} {dtype} {shape} {lay} {dims} {keep}: ")
                     n_checked += 1
-    if n_checked == 0:  # torch refuses this dtype: so do we
+    if n_checked == 0 and not dtype.is_floating_point:  # torch refuses this dtype: so do we
+        # (float16 computes in float32 here where torch's CPU kernels lack Half)
         x = rand((3, 4), dtype)
         da, nd = dims_arr((0,))
         ct.clear_error()

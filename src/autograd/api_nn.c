@@ -1,0 +1,159 @@
+/* api_nn.c: the public functions of the nnfunc rows of ops.def (losses,
+ * normalisations, activations) and dropout. Each unwraps its handles (NULL
+ * for optional tensors stays NULL), packs OpArgs (layouts in src/ops/nn.c)
+ * and calls the autograd wrapper. */
+#include "autograd/autograd.h"
+#include <math.h>
+
+/* Unwraps an optional handle: true when h is NULL or valid. */
+static bool opt(const ct_tensor *h, TensorImpl **t) {
+    *t = NULL;
+    return !h || (*t = c10_unwrap(h)) != NULL;
+}
+
+static bool check_reduction(const char *op, ct_reduction r) {
+    if (r == CT_REDUCTION_NONE || r == CT_REDUCTION_MEAN || r == CT_REDUCTION_SUM) return true;
+    c10_error("%s: %d is not a valid value for reduction", op, (int)r);
+    return false;
+}
+
+ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
+                            ct_reduction reduction, int64_t ignore_index, double label_smoothing) {
+    TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w;
+    if (!t || !opt(weight, &w) || !check_reduction("cross_entropy", reduction)) return NULL;
+    OpArgs a = {.t = {x, t, w}, .nt = 3, .i = {reduction, ignore_index}, .ni = 2, .s = {label_smoothing}};
+    return c10_wrap(ag_call1(OP_cross_entropy, &a));
+}
+
+ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
+                       ct_reduction reduction, int64_t ignore_index) {
+    TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w;
+    if (!t || !opt(weight, &w) || !check_reduction("nll_loss", reduction)) return NULL;
+    OpArgs a = {.t = {x, t, w}, .nt = 3, .i = {reduction, ignore_index}, .ni = 2};
+    return c10_wrap(ag_call1(OP_nll_loss, &a));
+}
+
+static ct_tensor *pw_loss(int op, const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
+                          const ct_tensor *pos_weight, ct_reduction reduction, double beta) {
+    TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w, *pw;
+    if (!t || !opt(weight, &w) || !opt(pos_weight, &pw) || !check_reduction(op_info[op].name, reduction)) return NULL;
+    OpArgs a = {.t = {x, t, w, pw}, .nt = 4, .i = {reduction}, .ni = 1, .s = {beta}};
+    return c10_wrap(ag_call1(op, &a));
+}
+
+ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
+    return pw_loss(OP_mse_loss, input, target, NULL, NULL, reduction, 0);
+}
+ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
+    return pw_loss(OP_l1_loss, input, target, NULL, NULL, reduction, 0);
+}
+ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction, double beta) {
+    return pw_loss(OP_smooth_l1_loss, input, target, NULL, NULL, reduction, beta);
+}
+ct_tensor *ct_binary_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
+                                   ct_reduction reduction) {
+    return pw_loss(OP_binary_cross_entropy, input, target, weight, NULL, reduction, 0);
+}
+ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *input, const ct_tensor *target,
+                                               const ct_tensor *weight, const ct_tensor *pos_weight,
+                                               ct_reduction reduction) {
+    return pw_loss(OP_binary_cross_entropy_with_logits, input, target, weight, pos_weight, reduction, 0);
+}
+
+ct_tensor *ct_layer_norm(const ct_tensor *input, const int64_t *normalized_shape, int n, const ct_tensor *weight,
+                         const ct_tensor *bias, double eps) {
+    TensorImpl *x = c10_unwrap(input), *w, *b;
+    if (!x || !opt(weight, &w) || !opt(bias, &b)) return NULL;
+    if (n < 0 || n > CT_MAX_DIMS || (n > 0 && !normalized_shape))
+        return c10_error("layer_norm: invalid normalized_shape (%d dims)", n);
+    OpArgs a = {.t = {x, w, b}, .nt = 3, .ni = n, .s = {eps}};
+    for (int k = 0; k < n; k++) a.i[k] = normalized_shape[k];
+    return c10_wrap(ag_call1(OP_layer_norm, &a));
+}
+
+ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean, ct_tensor *running_var,
+                         const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps) {
+    TensorImpl *x = c10_unwrap(input), *w, *b, *rm, *rv;
+    if (!x || !opt(weight, &w) || !opt(bias, &b) || !opt(running_mean, &rm) || !opt(running_var, &rv)) return NULL;
+    OpArgs a = {.t = {x, w, b, rm, rv}, .nt = 5, .i = {training}, .ni = 1, .s = {momentum, eps}};
+    return c10_wrap(ag_call1(OP_batch_norm, &a));
+}
+
+static ct_tensor *act(int op, const ct_tensor *h, double s0, double s1) {
+    TensorImpl *x = c10_unwrap(h);
+    if (!x) return NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .s = {s0, s1}};
+    return c10_wrap(ag_call1(op, &a));
+}
+ct_tensor *ct_hardtanh(const ct_tensor *a, double min_val, double max_val) {
+    if (min_val > max_val) return c10_error("hardtanh: min_val cannot be greater than max_val");
+    return act(OP_hardtanh, a, min_val, max_val);
+}
+ct_tensor *ct_relu6(const ct_tensor *a) { return act(OP_hardtanh, a, 0, 6); }
+ct_tensor *ct_leaky_relu(const ct_tensor *a, double negative_slope) { return act(OP_leaky_relu, a, negative_slope, 0); }
+ct_tensor *ct_elu(const ct_tensor *a, double alpha) { return act(OP_elu, a, alpha, 0); }
+
+/* ------------------------------------------------------------------ dropout */
+
+/* An uninitialised tensor of t's shape in t's memory order when t is dense (a
+ * permutation of a contiguous layout), else contiguous: torch's empty_like. */
+static TensorImpl *empty_like_layout(const TensorImpl *t) {
+    int n = t->ndim, perm[CT_MAX_DIMS];
+    for (int i = 0; i < n; i++) perm[i] = i;
+    for (int i = 1; i < n; i++) { /* stable sort by decreasing stride */
+        int d = perm[i], j = i;
+        while (j > 0 && t->strides[perm[j - 1]] < t->strides[d]) perm[j] = perm[j - 1], j--;
+        perm[j] = d;
+    }
+    bool dense = !t->is_contiguous && n > 1;
+    int64_t expect = 1;
+    for (int i = n - 1; i >= 0 && dense; i--) {
+        int d = perm[i];
+        if (t->sizes[d] == 1) continue;
+        dense = t->strides[d] == expect;
+        expect *= t->sizes[d];
+    }
+    if (!dense) return c10_empty(t->sizes, t->ndim, t->dtype, t->device);
+    int64_t psizes[CT_MAX_DIMS], inv[CT_MAX_DIMS];
+    for (int i = 0; i < n; i++) psizes[i] = t->sizes[perm[i]], inv[perm[i]] = i;
+    TensorImpl *e = c10_empty(psizes, n, t->dtype, t->device);
+    if (!e) return NULL;
+    TensorImpl *v = c10_permute(e, inv, n);
+    c10_release(e);
+    return v;
+}
+
+ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training) {
+    TensorImpl *x = c10_unwrap(input);
+    if (!x) return NULL;
+    if (!(p >= 0 && p <= 1)) return c10_error("dropout probability has to be between 0 and 1, but got %g", p);
+    if (p == 0 || !training || x->numel == 0) return c10_wrap(c10_retain(x));
+    if (!c10_is_float(x->dtype))
+        return c10_error("dropout: \"bernoulli_scalar_cpu_\" not implemented for '%s'", c10_dtype_cname(x->dtype));
+    TensorImpl *noise;
+    if (p == 1) {
+        noise = c10_scalar_tensor(0, x->dtype, x->device);
+    } else {
+        noise = empty_like_layout(x);
+        if (noise && x->device != CT_META) {
+            c10_bernoulli_fill(noise, 1 - p);
+            /* noise.div_(1 - p), computed as torch does in the dtype's compute type */
+            double scale = x->dtype == CT_FLOAT64 ? 1 / (1 - p) : (double)(1.0f / (float)(1 - p));
+            TensorImpl *s = c10_scalar_tensor(scale, CT_FLOAT64, CT_CPU);
+            if (s) s->is_wrapped_number = true;
+            OpArgs m = {.t = {noise, s}, .nt = 2, .s = {1}, .dst = noise};
+            TensorImpl *o[OP_MAX_OUTS];
+            int rc = s ? at_call(OP_mul, &m, o) : -1;
+            c10_release(s);
+            if (rc < 0) {
+                c10_release(noise);
+                return NULL;
+            }
+            for (int k = 0; k < rc; k++) c10_release(o[k]);
+        }
+    }
+    if (!noise) return NULL;
+    TensorImpl *r = ag_binary(OP_mul, x, noise);
+    c10_release(noise);
+    return c10_wrap(r);
+}

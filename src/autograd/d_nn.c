@@ -1,0 +1,275 @@
+/* d_nn.c: backward formulas of the nnfunc rows of ops.def (losses and
+ * normalisations).
+ *
+ * Each formula has two paths:
+ *   - first-order backward (grad mode off inside the engine, i.e. no
+ *     create_graph): one fused kernel from src/ops/nn.c (nn_*_grad);
+ *   - create_graph: the same gradient built from ag_* ops (softmax, mean, mul,
+ *     ...), so that it is itself recorded and can be differentiated again.
+ * Constants of the composite formulas (which classes a target picks, with its
+ * weights) are computed without history: they do not depend on the input.
+ * Limitations: weights (and pos_weight) are not differentiable, as in PyTorch
+ * ("the derivative for 'weight' is not implemented"); for class-probability
+ * targets the mixed second derivative input/target is not recorded. */
+#include "autograd/autograd.h"
+#include "ops/nn.h"
+#include <math.h>
+
+#define G (c->go[0])
+#define MUL(a, b) F(ag_binary(OP_mul, a, b))
+#define DIV(a, b) F(ag_binary(OP_div, a, b))
+#define ADD(a, b) F(ag_binary(OP_add, a, b))
+#define SUB(a, b) F(ag_binary(OP_sub, a, b))
+#define NEG(a) F(ag_unary(OP_neg, a))
+#define MULS(a, s) F(ag_binary_scalar(OP_mul, a, s))
+#define DIVS(a, s) F(ag_binary_scalar(OP_div, a, s))
+#define ADDS(a, s) F(ag_binary_scalar(OP_add, a, s))
+#define CMPS(op, a, s) F(ag_binary_scalar(OP_##op, a, s))
+#define UN(op, a) F(ag_unary(OP_##op, a))
+
+static int weight_not_differentiable(const BackwardCtx *c, int from) {
+    for (int k = from; k < c->node->num_next; k++)
+        if (c->needs[k])
+            return c10_error_int("the derivative for '%s' is not implemented.", k == from ? "weight" : "pos_weight");
+    return 0;
+}
+
+/* x with a size-1 dim inserted at d */
+static TensorImpl *unsqueeze(TensorImpl *x, int d) {
+    if (!x) return NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .i = {d}, .ni = 1};
+    return F(ag_call1(OP_unsqueeze, &a));
+}
+/* x (a [C] vector) viewed to broadcast along dim 1 of an ndim-dim tensor */
+static TensorImpl *channel_view(TensorImpl *x, int ndim) {
+    if (!x || ndim <= 2) return x;
+    OpArgs a = {.t = {x}, .nt = 1, .ni = ndim - 1};
+    a.i[0] = x->numel;
+    for (int k = 1; k < ndim - 1; k++) a.i[k] = 1;
+    return F(ag_call1(OP_view, &a));
+}
+/* reduction over dims (mask) keeping them: sum (op OP_sum_dims) or mean */
+static TensorImpl *reduce_dims(int op, TensorImpl *x, const int *dims, int n, bool keepdim) {
+    if (!x) return NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .i = {keepdim, n}, .ni = 2 + n};
+    for (int k = 0; k < n; k++) a.i[2 + k] = dims[k];
+    return F(ag_call1(op, &a));
+}
+static TensorImpl *softmax_dim(int op, TensorImpl *x, int dim) {
+    if (!x) return NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .i = {dim, 0, 1}, .ni = 3};
+    return F(ag_call1(op, &a));
+}
+/* a detached alias (a constant for the composite formulas) */
+static TensorImpl *constant(TensorImpl *x) { return x ? F(c10_alias(x)) : NULL; }
+
+/* ---------------------------------------------------------- classification */
+
+/* The loss gradient broadcastable against the input: unsqueezed at the class
+ * dim (none), divided by the weight total (mean). */
+static TensorImpl *class_gb(BackwardCtx *c, TensorImpl *x, TensorImpl *target, TensorImpl *w, bool allow_prob) {
+    int64_t reduction = c->args->i[0], ignore = c->args->i[1];
+    if (reduction == CT_REDUCTION_NONE) return x->ndim > 1 ? unsqueeze(G, 1) : G;
+    if (reduction == CT_REDUCTION_SUM) return G;
+    ClassGeom g;
+    if (nn_class_geom(allow_prob ? "cross_entropy" : "nll_loss", x, target, w, allow_prob, &g) < 0) return NULL;
+    double D = (double)g.R;
+    if (!g.prob) {
+        TensorImpl *tc = F(nn_contig(target, CT_INT64));
+        if (!tc) return NULL;
+        D = nn_class_divisor(&g, (const int64_t *)c10_data(tc), w, ignore);
+    }
+    return DIVS(G, D);
+}
+
+int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {
+    TensorImpl *x = c->in[0], *target = c->in[1], *w = c->in[2], *lse = c->out[1];
+    int64_t reduction = c->args->i[0], ignore = c->args->i[1];
+    double eps = c->args->s[0];
+    if (weight_not_differentiable(c, 2) < 0) return -1;
+    int cls = x->ndim > 1 ? 1 : 0;
+    if (c->needs[0]) {
+        if (!ag_grad_enabled()) {
+            if (nn_cross_entropy_grad(x, target, w, lse, G, reduction, ignore, eps, false, &gi[0], NULL) < 0) return -1;
+        } else {
+            TensorImpl *a = NULL, *A = NULL;
+            if (nn_cross_entropy_grad(x, target, w, lse, G, reduction, ignore, eps, true, &a, &A) < 0) return -1;
+            F(a), F(A);
+            TensorImpl *p = softmax_dim(OP_softmax, x, cls);
+            TensorImpl *Ab = cls ? unsqueeze(A, 1) : A;
+            TensorImpl *gb = class_gb(c, x, target, w, true);
+            TensorImpl *r = MUL(SUB(MUL(p, Ab), a), gb);
+            if (!r) return -1;
+            gi[0] = c10_retain(r);
+        }
+    }
+    if (c->needs[1]) { /* class probabilities: -(1 - eps) * w * log_softmax(x) * gb */
+        TensorImpl *logp = softmax_dim(OP_log_softmax, x, cls);
+        if (!ag_grad_enabled()) logp = constant(logp);
+        TensorImpl *t = MULS(logp, -(1 - eps));
+        if (w) t = MUL(t, channel_view(w, x->ndim));
+        TensorImpl *r = MUL(t, class_gb(c, x, target, w, true));
+        if (!r) return -1;
+        gi[1] = c10_retain(r);
+    }
+    return 0;
+}
+
+int d_nll_loss(BackwardCtx *c, TensorImpl **gi) {
+    TensorImpl *x = c->in[0], *target = c->in[1], *w = c->in[2];
+    int64_t reduction = c->args->i[0], ignore = c->args->i[1];
+    if (weight_not_differentiable(c, 2) < 0) return -1;
+    if (!c->needs[0]) return 0;
+    if (!ag_grad_enabled()) return (gi[0] = nn_nll_grad(x, target, w, G, reduction, ignore, false)) ? 0 : -1;
+    TensorImpl *unit = F(nn_nll_grad(x, target, w, G, reduction, ignore, true));
+    TensorImpl *r = MUL(unit, class_gb(c, x, target, w, false));
+    return (gi[0] = c10_retain(r)) ? 0 : -1;
+}
+
+/* ------------------------------------------------------------ pointwise losses */
+
+/* d loss / d input (which 0) or d loss / d target (1), per element, from ag ops */
+static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
+    TensorImpl *x = c->in[0], *y = c->in[1], *w = c->in[2], *pw = c->in[3];
+    double beta = c->args->s[0];
+    TensorImpl *d = NULL;
+    switch (op) {
+    case OP_mse_loss:
+        d = MULS(SUB(x, y), 2);
+        break;
+    case OP_l1_loss:
+        d = UN(sign, SUB(x, y));
+        break;
+    case OP_smooth_l1_loss: {
+        TensorImpl *diff = SUB(x, y), *sg = UN(sign, diff);
+        if (beta == 0) {
+            d = sg;
+            break;
+        }
+        TensorImpl *in = CMPS(lt, UN(abs, diff), beta);
+        d = ADD(MUL(DIVS(diff, beta), in), MUL(sg, UN(logical_not, in)));
+        break;
+    }
+    case OP_binary_cross_entropy:
+        if (which == 0) {
+            TensorImpl *den = F(ag_binary_scalar(OP_maximum, MUL(ADDS(NEG(x), 1), x), 1e-12));
+            d = DIV(SUB(x, y), den);
+        } else {
+            d = SUB(UN(log, ADDS(NEG(x), 1)), UN(log, x));
+        }
+        break;
+    default: /* binary_cross_entropy_with_logits */
+        if (which == 0) {
+            TensorImpl *s = UN(sigmoid, x);
+            if (pw) {
+                TensorImpl *py = MUL(pw, y);
+                d = SUB(MUL(SUB(ADDS(py, 1), y), s), py);
+            } else {
+                d = SUB(s, y);
+            }
+        } else {
+            TensorImpl *nx = NEG(x);
+            if (pw) {
+                OpArgs sp = {.t = {nx}, .nt = 1, .s = {1, 20}};
+                TensorImpl *spl = F(ag_call1(OP_softplus, &sp));
+                d = ADD(nx, MUL(ADDS(pw, -1), spl));
+            } else {
+                d = nx;
+            }
+        }
+        break;
+    }
+    if (which == 1 && op != OP_binary_cross_entropy && op != OP_binary_cross_entropy_with_logits) d = NEG(d);
+    if (w) d = MUL(d, w);
+    int64_t reduction = c->args->i[0];
+    TensorImpl *g = G;
+    if (reduction == CT_REDUCTION_MEAN) {
+        int64_t shape[CT_MAX_DIMS];
+        int nd = c10_broadcast_shape(x->sizes, x->ndim, y->sizes, y->ndim, shape);
+        int64_t numel = 1;
+        for (int k = 0; k < nd; k++) numel *= shape[k];
+        g = DIVS(G, (double)numel);
+    }
+    return MUL(d, g);
+}
+
+int d_pw_loss(BackwardCtx *c, TensorImpl **gi) {
+    int op = c->node->op;
+    if (weight_not_differentiable(c, 2) < 0) return -1;
+    OpArgs a = *c->args;
+    for (int k = 0; k < 4; k++) a.t[k] = c->in[k];
+    for (int which = 0; which < 2; which++) {
+        if (!c->needs[which]) continue;
+        TensorImpl *r = ag_grad_enabled() ? c10_retain(pw_composite(c, op, which)) : nn_pw_grad(op, &a, G, which);
+        if (!r) return -1;
+        gi[which] = r;
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------- normalisation */
+
+/* gx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)) over dims, from ag ops */
+static TensorImpl *norm_input_grad(TensorImpl *gh, TensorImpl *xhat, TensorImpl *rstd, const int *dims, int n) {
+    TensorImpl *m1 = reduce_dims(OP_mean_dims, gh, dims, n, true);
+    TensorImpl *m2 = reduce_dims(OP_mean_dims, MUL(gh, xhat), dims, n, true);
+    return MUL(rstd, SUB(SUB(gh, m1), MUL(xhat, m2)));
+}
+
+/* xhat and rstd of x normalised over dims, from ag ops */
+static TensorImpl *normalise(TensorImpl *x, const int *dims, int n, double eps, TensorImpl **rstd) {
+    TensorImpl *xc = SUB(x, reduce_dims(OP_mean_dims, x, dims, n, true));
+    TensorImpl *var = reduce_dims(OP_mean_dims, MUL(xc, xc), dims, n, true);
+    *rstd = UN(rsqrt, ADDS(var, eps));
+    return MUL(xc, *rstd);
+}
+
+int d_layer_norm(BackwardCtx *c, TensorImpl **gi) {
+    TensorImpl *x = c->in[0], *w = c->in[1];
+    int nn = c->args->ni;
+    if (!ag_grad_enabled()) {
+        bool needs[3] = {c->needs[0], c->needs[1], c->node->num_next > 2 && c->needs[2]};
+        return nn_layer_norm_grad(x, w, c->out[1], c->out[2], G, c->args->i, nn, needs, gi);
+    }
+    int dims[CT_MAX_DIMS];
+    for (int k = 0; k < nn; k++) dims[k] = x->ndim - nn + k;
+    TensorImpl *rstd = NULL, *xhat = normalise(x, dims, nn, c->args->s[0], &rstd);
+    if (!xhat) return -1;
+    if (c->needs[0]) {
+        TensorImpl *r = norm_input_grad(w ? MUL(G, w) : G, xhat, rstd, dims, nn);
+        if (!r) return -1;
+        gi[0] = c10_retain(r);
+    }
+    if (w && c->needs[1] && !(gi[1] = c10_retain(MUL(G, xhat)))) return -1; /* the engine sums to w's shape */
+    if (c->node->num_next > 2 && c->needs[2]) gi[2] = c10_retain(G);
+    return 0;
+}
+
+int d_batch_norm(BackwardCtx *c, TensorImpl **gi) {
+    TensorImpl *x = c->in[0], *w = c->in[1];
+    bool training = c->args->i[0] != 0;
+    bool needs[3] = {c->needs[0], c->needs[1], c->node->num_next > 2 && c->needs[2]};
+    if (!ag_grad_enabled()) return nn_batch_norm_grad(x, w, c->out[1], c->out[2], G, training, needs, gi);
+    int dims[CT_MAX_DIMS], n = 0;
+    for (int k = 0; k < x->ndim; k++)
+        if (k != 1) dims[n++] = k;
+    TensorImpl *rstd = NULL, *xhat;
+    if (training) {
+        xhat = normalise(x, dims, n, c->args->s[1], &rstd);
+    } else {
+        TensorImpl *m = channel_view(constant(c->out[1]), x->ndim);
+        rstd = channel_view(constant(c->out[2]), x->ndim);
+        xhat = MUL(SUB(x, m), rstd);
+    }
+    if (!xhat) return -1;
+    TensorImpl *wv = w ? channel_view(w, x->ndim) : NULL;
+    if (needs[0]) {
+        TensorImpl *gh = wv ? MUL(G, wv) : G;
+        TensorImpl *r = training ? norm_input_grad(gh, xhat, rstd, dims, n) : MUL(gh, rstd);
+        if (!r) return -1;
+        gi[0] = c10_retain(r);
+    }
+    if (w && needs[1] && !(gi[1] = c10_retain(reduce_dims(OP_sum_dims, MUL(G, xhat), dims, n, false)))) return -1;
+    if (needs[2] && !(gi[2] = c10_retain(reduce_dims(OP_sum_dims, G, dims, n, false)))) return -1;
+    return 0;
+}

@@ -1,0 +1,86 @@
+/*
+ * nn.h: what the nn and optim files share (private). nn sits above autograd
+ * and uses only the public API (ct_*), plus core.h for error messages and for
+ * moving a result handle out of an inner scope.
+ */
+#ifndef CT_NN_NN_H
+#define CT_NN_NN_H
+
+#include "core/core.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Ends the scope opened by the caller and returns r (a handle of that scope) as
+ * a handle of the enclosing scope (or the caller's, when none is open). */
+static inline ct_tensor *nn_escape(ct_tensor *r) {
+    TensorImpl *t = r ? c10_unwrap(r) : NULL;
+    if (t) c10_retain(t);
+    ct_scope_end();
+    return t ? c10_wrap(t) : NULL;
+}
+
+/* A new handle (of the current scope) to the same tensor as h. */
+static inline ct_tensor *nn_same(const ct_tensor *h) {
+    TensorImpl *t = c10_unwrap(h);
+    return t ? c10_wrap(c10_retain(t)) : NULL;
+}
+
+/* A handle that belongs to no scope, made from h (which is released). */
+static inline ct_tensor *nn_own(ct_tensor *h) {
+    if (!h) return NULL;
+    ct_tensor *r = ct_retain(h);
+    ct_free(h);
+    return r;
+}
+
+static inline char *nn_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *r = malloc(n);
+    if (r) memcpy(r, s, n);
+    return r;
+}
+
+/* Configuration of every built-in module (one struct, so one clone function). */
+typedef struct NnCfg {
+    int kind;
+    int64_t in, out;          /* features / channels / num_embeddings, embedding_dim */
+    int64_t k[2], stride[2], pad[2], dil[2], groups;
+    int ndim;                 /* conv: 1 or 2; layer_norm: normalized ndim */
+    int64_t shape[CT_MAX_DIMS];
+    int dim, dim2;            /* softmax dim; flatten start/end */
+    double eps, momentum, p, beta;
+    bool bias, affine, track, ceil_mode, has_momentum;
+    int reduction;
+    int64_t padding_idx, ignore_index;
+    char approximate[8];
+} NnCfg;
+
+CT_INTERNAL void *nn_cfg_clone(const void *ctx);
+CT_INTERNAL void nn_cfg_free(void *ctx);
+
+/* Own (non-recursive) tensors of a module, by name; borrowed; NULL if absent. */
+CT_INTERNAL ct_tensor *nn_param(const ct_module *m, const char *name);
+CT_INTERNAL ct_tensor *nn_buffer(const ct_module *m, const char *name);
+/* A new module of a built-in kind, owning cfg (copied). */
+CT_INTERNAL ct_module *nn_builtin(const ct_module_ops *ops, const NnCfg *cfg);
+/* Creates a tensor of shape, runs init on it, registers it as a parameter/buffer. */
+CT_INTERNAL ct_tensor *nn_add_tensor(ct_module *m, const char *name, const int64_t *shape, int ndim,
+                                     ct_dtype dtype, bool param);
+
+/* Functional forms built from public ops (functional.c): PyTorch's semantics.
+ * Each returns a new handle of the caller's scope, or NULL + error. */
+CT_INTERNAL ct_tensor *nn_f_conv2d(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b, const int64_t *stride,
+                                   const int64_t *pad, const int64_t *dil, int64_t groups);
+CT_INTERNAL ct_tensor *nn_f_pool2d(const ct_tensor *x, bool max, const int64_t *k, const int64_t *stride,
+                                   const int64_t *pad);
+CT_INTERNAL ct_tensor *nn_f_adaptive_avg_pool2d(const ct_tensor *x, int64_t oh, int64_t ow);
+CT_INTERNAL ct_tensor *nn_f_norm(const ct_tensor *x, const int *dims, int ndims, const ct_tensor *mean,
+                                 const ct_tensor *var, double eps, const ct_tensor *w, const ct_tensor *b,
+                                 const int64_t *param_shape, int param_ndim);
+CT_INTERNAL ct_tensor *nn_f_dropout(const ct_tensor *x, double p, bool training);
+CT_INTERNAL ct_tensor *nn_f_reduce(ct_tensor *loss, int reduction); /* consumes nothing */
+CT_INTERNAL ct_tensor *nn_f_nll(const ct_tensor *logp, const ct_tensor *target, int reduction,
+                                int64_t ignore_index);
+
+#endif

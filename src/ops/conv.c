@@ -1,0 +1,963 @@
+/* conv.c: the convolution and pooling rows of ops.def.
+ *
+ * Convolution (conv1d is conv2d with a height of 1) runs as im2col + gemm per
+ * batch element and group: col[C/g*kh*kw, Ho*Wo] gathers the input windows,
+ * then out[n, g] = W[g] @ col. The batch is spread over OpenMP threads, each
+ * with its own col buffer and a single-threaded BLAS gemm (a single sample
+ * runs serially with BLAS's own threads); 1x1 kernels with unit stride and no
+ * padding skip im2col. The backward passes are ops too, so that they can be
+ * differentiated again:
+ *   conv_backward_input:  col = W[g]^T @ grad, then col2im (scatter-add);
+ *   conv_backward_weight: grad @ col^T summed over the batch (per-thread
+ *                         partial sums added in thread order: deterministic
+ *                         for a given thread count).
+ * Everything computes in float32 (float16, bfloat16), float64 or int64
+ * (integers), on contiguous copies in that dtype.
+ *
+ * Pooling: max_pool2d (values and int64 indices into each H*W plane, as
+ * PyTorch's), avg_pool2d and adaptive_avg_pool2d, with their backward ops. */
+#include "ops/ops.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* from linalg.c */
+CT_INTERNAL int la_prefix_error(const char *op);
+CT_INTERNAL ct_dtype la_compute_dtype(ct_dtype d);
+CT_INTERNAL int la_gemm(ct_dtype cd, int64_t M, int64_t N, int64_t K, double alpha, const void *A, int64_t ars,
+                        int64_t acs, const void *B, int64_t brs, int64_t bcs, double beta, void *C, int64_t ldc);
+
+static int nthreads(void) {
+#ifdef _OPENMP
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int thread_id(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* ================================================================ geometry */
+
+/* Convolution parameters, normalised to two spatial dims (conv1d: height 1). */
+typedef struct {
+    int nsp;                    /* 1 or 2 spatial dims */
+    int64_t sh, sw, ph, pw, dh, dw, groups;
+    bool batched;
+    int64_t N, C, H, W;         /* input */
+    int64_t O, Cg, kh, kw;      /* weight */
+    int64_t Ho, Wo;             /* output */
+} ConvGeo;
+
+static const char *conv_name(int nsp) { return nsp == 1 ? "conv1d" : "conv2d"; }
+
+/* i: nsp, stride[2], padding[2], dilation[2], groups (conv1d uses entry 1 of each) */
+static void conv_params(const int64_t *i, ConvGeo *g) {
+    g->nsp = (int)i[0];
+    g->sh = i[1], g->sw = i[2], g->ph = i[3], g->pw = i[4], g->dh = i[5], g->dw = i[6], g->groups = i[7];
+    if (g->nsp == 1) g->sh = 1, g->ph = 0, g->dh = 1;
+}
+
+static void fill_geo_sizes(ConvGeo *g, const int64_t *xs, int xnd, const int64_t *ws) {
+    /* xs: the batched form [N, C, (H,) W] */
+    g->N = xs[0];
+    g->C = xs[1];
+    g->H = g->nsp == 2 ? xs[2] : 1;
+    g->W = xs[xnd - 1];
+    g->O = ws[0], g->Cg = ws[1];
+    g->kh = g->nsp == 2 ? ws[2] : 1;
+    g->kw = ws[g->nsp + 1];
+    g->Ho = (g->H + 2 * g->ph - g->dh * (g->kh - 1) - 1) / g->sh + 1;
+    g->Wo = (g->W + 2 * g->pw - g->dw * (g->kw - 1) - 1) / g->sw + 1;
+}
+
+/* The C++ type names PyTorch's conv messages use. */
+static const char *type_name(ct_dtype d) {
+    static const char *const n[CT_NUM_DTYPES] = {"bool", "unsigned char", "signed char", "short int", "int",
+                                                 "long int", "c10::Half", "c10::BFloat16", "float", "double"};
+    return n[d];
+}
+
+/* PyTorch's checks for conv1d/conv2d(input, weight, bias), in its order. */
+static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w, const TensorImpl *b, ConvGeo *g) {
+    conv_params(i, g);
+    const char *op = conv_name(g->nsp);
+    int nsp = g->nsp;
+    if (nsp != 1 && nsp != 2) return c10_error_int("convolution: %d spatial dims are not supported", nsp);
+    if (x->ndim != nsp + 1 && x->ndim != nsp + 2)
+        return c10_error_int("%s: Expected %dD (unbatched) or %dD (batched) input to %s, but got input of size: %s", op,
+                             nsp + 1, nsp + 2, op, c10_shape_str(x->sizes, x->ndim));
+    g->batched = x->ndim == nsp + 2;
+    int64_t xs[CT_MAX_DIMS];
+    int xnd = nsp + 2;
+    if (g->batched) memcpy(xs, x->sizes, sizeof(int64_t) * (size_t)xnd);
+    else {
+        xs[0] = 1;
+        memcpy(xs + 1, x->sizes, sizeof(int64_t) * (size_t)(xnd - 1));
+    }
+    int k = w->ndim - 2;
+    if (nsp == 2 && k != 2) /* conv2d's 2-element parameters against a weight of another rank */
+        return c10_error_int("%s: expected stride to be a single integer value or a list of %d values to match the "
+                             "convolution dimensions, but got stride=[%lld, %lld]",
+                             op, k, (long long)i[1], (long long)i[2]);
+    if (g->groups <= 0) return c10_error_int("%s: non-positive groups is not supported", op);
+    if ((nsp == 2 && (i[3] < 0 || i[4] < 0)) || (nsp == 1 && i[4] < 0))
+        return c10_error_int("%s: negative padding is not supported", op);
+    if ((nsp == 2 && (i[1] <= 0 || i[2] <= 0)) || (nsp == 1 && i[2] <= 0))
+        return c10_error_int("%s: non-positive stride is not supported", op);
+    if ((nsp == 2 && (i[5] <= 0 || i[6] <= 0)) || (nsp == 1 && i[6] <= 0)) {
+        if (nsp == 2)
+            return c10_error_int("%s: dilation should be greater than zero, but got [%lld, %lld]", op, (long long)i[5],
+                                 (long long)i[6]);
+        return c10_error_int("%s: dilation should be greater than zero, but got [%lld]", op, (long long)i[6]);
+    }
+    if (w->ndim != xnd)
+        return c10_error_int("%s: Expected %d-dimensional input for %d-dimensional weight %s, but got %d-dimensional "
+                             "input of size %s instead",
+                             op, w->ndim, w->ndim, c10_shape_str(w->sizes, w->ndim), xnd, c10_shape_str(xs, xnd));
+    if (w->sizes[0] < g->groups)
+        return c10_error_int("%s: Given groups=%lld, expected weight to be at least %lld at dimension 0, but got weight "
+                             "of size %s instead",
+                             op, (long long)g->groups, (long long)g->groups, c10_shape_str(w->sizes, w->ndim));
+    if (w->sizes[0] % g->groups)
+        return c10_error_int("%s: Given groups=%lld, expected weight to be divisible by %lld at dimension 0, but got "
+                             "weight of size [%s] instead",
+                             op, (long long)g->groups, (long long)g->groups, c10_shape_str(w->sizes, w->ndim));
+    if (xs[1] != w->sizes[1] * g->groups)
+        return c10_error_int("%s: Given groups=%lld, weight of size %s, expected input%s to have %lld channels, but got "
+                             "%lld channels instead",
+                             op, (long long)g->groups, c10_shape_str(w->sizes, w->ndim), c10_shape_str(xs, xnd),
+                             (long long)(w->sizes[1] * g->groups), (long long)xs[1]);
+    if (b && (b->ndim != 1 || b->sizes[0] != w->sizes[0]))
+        return c10_error_int("%s: Given weight of size %s, expected bias to be 1-dimensional with %lld elements, but "
+                             "got bias of size %s instead",
+                             op, c10_shape_str(w->sizes, w->ndim), (long long)w->sizes[0],
+                             c10_shape_str(b->sizes, b->ndim));
+    fill_geo_sizes(g, xs, xnd, w->sizes);
+    int64_t in[2] = {g->H + 2 * g->ph, g->W + 2 * g->pw};
+    int64_t ker[2] = {g->dh * (g->kh - 1) + 1, g->dw * (g->kw - 1) + 1};
+    if (in[0] < ker[0] || in[1] < ker[1]) {
+        if (nsp == 2)
+            return c10_error_int("%s: Calculated padded input size per channel: (%lld x %lld). Kernel size: (%lld x "
+                                 "%lld). Kernel size can't be greater than actual input size",
+                                 op, (long long)in[0], (long long)in[1], (long long)ker[0], (long long)ker[1]);
+        return c10_error_int("%s: Calculated padded input size per channel: (%lld). Kernel size: (%lld). Kernel size "
+                             "can't be greater than actual input size",
+                             op, (long long)in[1], (long long)ker[1]);
+    }
+    if (!at_same_device(op, x, w) || (b && !at_same_device(op, x, b))) return -1;
+    if (x->dtype != w->dtype)
+        return c10_error_int("%s: expected scalar type %s but found %s", op, c10_dtype_cname(x->dtype),
+                             c10_dtype_cname(w->dtype));
+    if (b && b->dtype != x->dtype)
+        return c10_error_int("%s: Input type (%s) and bias type (%s) should be the same", op, type_name(x->dtype),
+                             type_name(b->dtype));
+    if (x->dtype == CT_BOOL) return c10_error_int("%s: \"slow_conv2d_cpu\" not implemented for 'Bool'", op);
+    if (g->kh <= 0 || g->kw <= 0)
+        return c10_error_int("%s: kernel size should be greater than zero, but got kernel_height: %lld kernel_width: "
+                             "%lld",
+                             op, (long long)g->kh, (long long)g->kw);
+    return 0;
+}
+
+/* The output shape of a convolution: [N,] O, (Ho,) Wo. */
+static int conv_out_shape(const ConvGeo *g, int64_t *s) {
+    int n = 0;
+    if (g->batched) s[n++] = g->N;
+    s[n++] = g->O;
+    if (g->nsp == 2) s[n++] = g->Ho;
+    s[n++] = g->Wo;
+    return n;
+}
+
+/* ================================================================ kernels */
+
+/* im2col of one [Cg, H, W] plane group into col [Cg*kh*kw, Ho*Wo]; col2im adds back. */
+#define IM2COL(SUF, T)                                                                                      \
+    static void im2col_##SUF(const T *restrict x, T *restrict col, const ConvGeo *g) {                    \
+        int64_t HW = g->Ho * g->Wo;                                                                        \
+        for (int64_t c = 0; c < g->Cg; c++)                                                                \
+            for (int64_t ki = 0; ki < g->kh; ki++)                                                         \
+                for (int64_t kj = 0; kj < g->kw; kj++) {                                                   \
+                    T *restrict dst = col + ((c * g->kh + ki) * g->kw + kj) * HW;                          \
+                    const T *src = x + c * g->H * g->W;                                                    \
+                    int64_t woff = kj * g->dw - g->pw;                                                     \
+                    /* valid ow: 0 <= ow*sw + woff < W */                                                  \
+                    int64_t ow0 = woff >= 0 ? 0 : (-woff + g->sw - 1) / g->sw;                             \
+                    int64_t ow1 = g->W - woff <= 0 ? 0 : (g->W - woff - 1) / g->sw + 1;                    \
+                    if (ow1 > g->Wo) ow1 = g->Wo;                                                          \
+                    if (ow0 > ow1) ow0 = ow1;                                                              \
+                    for (int64_t oh = 0; oh < g->Ho; oh++, dst += g->Wo) {                                 \
+                        int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                      \
+                        if (ih < 0 || ih >= g->H) {                                                        \
+                            for (int64_t ow = 0; ow < g->Wo; ow++) dst[ow] = 0;                            \
+                            continue;                                                                      \
+                        }                                                                                  \
+                        const T *row = src + ih * g->W + woff;                                             \
+                        for (int64_t ow = 0; ow < ow0; ow++) dst[ow] = 0;                                  \
+                        if (g->sw == 1)                                                                    \
+                            for (int64_t ow = ow0; ow < ow1; ow++) dst[ow] = row[ow];                      \
+                        else                                                                               \
+                            for (int64_t ow = ow0; ow < ow1; ow++) dst[ow] = row[ow * g->sw];              \
+                        for (int64_t ow = ow1; ow < g->Wo; ow++) dst[ow] = 0;                              \
+                    }                                                                                      \
+                }                                                                                          \
+    }                                                                                                      \
+    static void col2im_##SUF(const T *restrict col, T *restrict x, const ConvGeo *g) {                    \
+        int64_t HW = g->Ho * g->Wo;                                                                        \
+        for (int64_t c = 0; c < g->Cg; c++)                                                                \
+            for (int64_t ki = 0; ki < g->kh; ki++)                                                         \
+                for (int64_t kj = 0; kj < g->kw; kj++) {                                                   \
+                    const T *restrict src = col + ((c * g->kh + ki) * g->kw + kj) * HW;                    \
+                    T *dst = x + c * g->H * g->W;                                                          \
+                    int64_t woff = kj * g->dw - g->pw;                                                     \
+                    int64_t ow0 = woff >= 0 ? 0 : (-woff + g->sw - 1) / g->sw;                             \
+                    int64_t ow1 = g->W - woff <= 0 ? 0 : (g->W - woff - 1) / g->sw + 1;                    \
+                    if (ow1 > g->Wo) ow1 = g->Wo;                                                          \
+                    for (int64_t oh = 0; oh < g->Ho; oh++, src += g->Wo) {                                 \
+                        int64_t ih = oh * g->sh - g->ph + ki * g->dh;                                      \
+                        if (ih < 0 || ih >= g->H) continue;                                                \
+                        T *row = dst + ih * g->W + woff;                                                   \
+                        for (int64_t ow = ow0; ow < ow1; ow++) row[ow * g->sw] += src[ow];                 \
+                    }                                                                                      \
+                }                                                                                          \
+    }
+IM2COL(f32, float)
+IM2COL(f64, double)
+IM2COL(i64, int64_t)
+
+static void im2col(ct_dtype cd, const void *x, void *col, const ConvGeo *g) {
+    switch (cd) {
+    case CT_FLOAT32: im2col_f32(x, col, g); break;
+    case CT_FLOAT64: im2col_f64(x, col, g); break;
+    default: im2col_i64(x, col, g); break;
+    }
+}
+static void col2im(ct_dtype cd, const void *col, void *x, const ConvGeo *g) {
+    switch (cd) {
+    case CT_FLOAT32: col2im_f32(col, x, g); break;
+    case CT_FLOAT64: col2im_f64(col, x, g); break;
+    default: col2im_i64(col, x, g); break;
+    }
+}
+
+static bool is_pointwise(const ConvGeo *g) {
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
+/* Contiguous copy of t in dtype cd (a new reference; t itself when it already is). */
+static TensorImpl *in_compute(const TensorImpl *t, ct_dtype cd) {
+    return t->dtype == cd ? at_contiguous(t) : at_to_dtype(t, cd);
+}
+
+/* Which samples run in parallel: all of them over threads when there are several. */
+static bool batch_parallel(const ConvGeo *g) { return g->N > 1 && nthreads() > 1; }
+
+/* y[N, O, Ho, Wo] = conv(x[N, C, H, W], w[O, Cg, kh, kw]) + bias; all contiguous cd. */
+static int conv_fwd_kernel(ct_dtype cd, const char *x, const char *w, const char *bias, char *y, const ConvGeo *g) {
+    int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
+    bool pw = is_pointwise(g), par = batch_parallel(g);
+    int fail = 0;
+#pragma omp parallel if (par) reduction(| : fail)
+    {
+        char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
+        if (!pw && !col) fail = 1;
+        else {
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < g->N; n++) {
+                for (int64_t gr = 0; gr < g->groups; gr++) {
+                    const char *xin = x + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
+                    char *yo = y + ((n * g->O + gr * Og) * HW) * es;
+                    const char *B = xin;
+                    if (!pw) {
+                        im2col(cd, xin, col, g);
+                        B = col;
+                    }
+                    double beta = 0;
+                    if (bias) {
+                        for (int64_t o = 0; o < Og; o++)
+                            for (int64_t j = 0; j < HW; j++)
+                                memcpy(yo + (o * HW + j) * es, bias + (gr * Og + o) * es, (size_t)es);
+                        beta = 1;
+                    }
+                    fail |= la_gemm(cd, Og, HW, KK, 1, w + gr * Og * KK * es, KK, 1, B, HW, 1, beta, yo, HW) < 0;
+                }
+            }
+        }
+        free(col);
+    }
+    return fail ? c10_error_int("out of memory") : 0;
+}
+
+/* gx[N, C, H, W] = conv^T(gy[N, O, Ho, Wo], w) */
+static int conv_bwd_input_kernel(ct_dtype cd, const char *gy, const char *w, char *gx, const ConvGeo *g) {
+    int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
+    bool pw = is_pointwise(g), par = batch_parallel(g);
+    int fail = 0;
+    memset(gx, 0, (size_t)(g->N * g->C * g->H * g->W * es));
+#pragma omp parallel if (par) reduction(| : fail)
+    {
+        char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
+        if (!pw && !col) fail = 1;
+        else {
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < g->N; n++) {
+                for (int64_t gr = 0; gr < g->groups; gr++) {
+                    char *xo = gx + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
+                    const char *yi = gy + ((n * g->O + gr * Og) * HW) * es;
+                    /* col[KK, HW] = W_g^T[KK, Og] @ gy_g[Og, HW] */
+                    fail |= la_gemm(cd, KK, HW, Og, 1, w + gr * Og * KK * es, 1, KK, yi, HW, 1, 0,
+                                    pw ? xo : col, HW) < 0;
+                    if (!pw) col2im(cd, col, xo, g);
+                }
+            }
+        }
+        free(col);
+    }
+    return fail ? c10_error_int("out of memory") : 0;
+}
+
+/* gw[O, Cg, kh, kw] = sum_n gy[n] @ col(x[n])^T */
+static int conv_bwd_weight_kernel(ct_dtype cd, const char *x, const char *gy, char *gw, const ConvGeo *g) {
+    int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
+    int64_t wn = g->O * KK;
+    bool pw = is_pointwise(g), par = batch_parallel(g);
+    int nt = par ? nthreads() : 1;
+    char *part = calloc((size_t)nt, (size_t)(wn > 0 ? wn : 1) * (size_t)es);
+    if (!part) return c10_error_int("out of memory");
+    int fail = 0;
+#pragma omp parallel num_threads(nt) if (par) reduction(| : fail)
+    {
+        char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
+        char *acc = part + (int64_t)thread_id() * wn * es;
+        if (!pw && !col) fail = 1;
+        else {
+#pragma omp for schedule(static)
+            for (int64_t n = 0; n < g->N; n++) {
+                for (int64_t gr = 0; gr < g->groups; gr++) {
+                    const char *xin = x + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
+                    const char *yi = gy + ((n * g->O + gr * Og) * HW) * es;
+                    if (!pw) im2col(cd, xin, col, g);
+                    /* acc_g[Og, KK] += gy_g[Og, HW] @ col^T[HW, KK] */
+                    fail |= la_gemm(cd, Og, KK, HW, 1, yi, HW, 1, pw ? xin : col, 1, HW, 1,
+                                    acc + gr * Og * KK * es, KK) < 0;
+                }
+            }
+        }
+        free(col);
+    }
+    /* sum the partials in thread order */
+    memcpy(gw, part, (size_t)(wn * es));
+    for (int t = 1; t < nt; t++) {
+        const char *p = part + (int64_t)t * wn * es;
+        if (cd == CT_FLOAT32)
+            for (int64_t k = 0; k < wn; k++) ((float *)gw)[k] += ((const float *)p)[k];
+        else if (cd == CT_FLOAT64)
+            for (int64_t k = 0; k < wn; k++) ((double *)gw)[k] += ((const double *)p)[k];
+        else
+            for (int64_t k = 0; k < wn; k++)
+                ((int64_t *)gw)[k] = (int64_t)((uint64_t)((int64_t *)gw)[k] + (uint64_t)((const int64_t *)p)[k]);
+    }
+    free(part);
+    return fail ? c10_error_int("out of memory") : 0;
+}
+
+/* Runs a kernel on compute-dtype copies and writes the result (dtype d, shape
+ * s) into a new tensor. kind 0: forward(x, w, bias); 1: input grad(gy, w);
+ * 2: weight grad(x, gy). */
+static TensorImpl *conv_run(int kind, const TensorImpl *t0, const TensorImpl *t1, const TensorImpl *bias,
+                            const ConvGeo *g, const int64_t *s, int nd) {
+    ct_dtype d = t0->dtype, cd = la_compute_dtype(d);
+    TensorImpl *out = c10_empty(s, nd, d, t0->device);
+    if (!out || out->device == CT_META || out->numel == 0) return out;
+    TensorImpl *a = in_compute(t0, cd), *b = a ? in_compute(t1, cd) : NULL;
+    TensorImpl *bc = b && bias ? in_compute(bias, cd) : NULL;
+    TensorImpl *o = cd == d ? c10_retain(out) : c10_empty(s, nd, cd, out->device);
+    int rc = -1;
+    if (a && b && o && (!bias || bc)) {
+        if (kind == 0) rc = conv_fwd_kernel(cd, c10_data(a), c10_data(b), bc ? c10_data(bc) : NULL, c10_data(o), g);
+        else if (kind == 1) rc = conv_bwd_input_kernel(cd, c10_data(a), c10_data(b), c10_data(o), g);
+        else rc = conv_bwd_weight_kernel(cd, c10_data(a), c10_data(b), c10_data(o), g);
+        if (!rc && o != out) rc = at_copy_(out, o);
+    }
+    c10_release(a);
+    c10_release(b);
+    c10_release(bc);
+    c10_release(o);
+    if (rc) {
+        c10_release(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* ============================================================ convolution */
+
+/* t[0] = input [N,] C, (H,) W; t[1] = weight O, C/groups, (kh,) kw; t[2] = bias [O] or NULL.
+ * i: nsp (1: conv1d, 2: conv2d), stride[2], padding[2], dilation[2], groups
+ * (conv1d reads entry 1 of each pair). */
+int fwd_convolution(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ConvGeo g;
+    TensorImpl *b = a->nt > 2 ? a->t[2] : NULL;
+    if (conv_check(a->i, a->t[0], a->t[1], b, &g)) return -1;
+    int64_t s[4];
+    int nd = conv_out_shape(&g, s);
+    return (out[0] = conv_run(0, a->t[0], a->t[1], b, &g, s, nd)) ? 1 : -1;
+}
+
+/* Geometry of a backward op from its parameters and the shapes it knows. */
+static int bwd_geo(const char *op, const int64_t *i, const int64_t *xs, int xnd, const int64_t *ws, int wnd,
+                   const TensorImpl *gy, ConvGeo *g) {
+    conv_params(i, g);
+    if ((g->nsp != 1 && g->nsp != 2) || wnd != g->nsp + 2 || (xnd != g->nsp + 1 && xnd != g->nsp + 2) ||
+        g->groups <= 0 || ws[0] % g->groups || g->sh <= 0 || g->sw <= 0 || g->dh <= 0 || g->dw <= 0)
+        return c10_error_int("%s: invalid arguments", op);
+    g->batched = xnd == g->nsp + 2;
+    int64_t full[CT_MAX_DIMS];
+    int fnd = g->nsp + 2;
+    if (g->batched) memcpy(full, xs, sizeof(int64_t) * (size_t)xnd);
+    else {
+        full[0] = 1;
+        memcpy(full + 1, xs, sizeof(int64_t) * (size_t)xnd);
+    }
+    if (full[1] != ws[1] * g->groups) return c10_error_int("%s: input and weight shapes disagree", op);
+    fill_geo_sizes(g, full, fnd, ws);
+    int64_t want[4];
+    int nd = conv_out_shape(g, want);
+    if (gy->ndim != nd || memcmp(gy->sizes, want, sizeof(int64_t) * (size_t)nd))
+        return c10_error_int("%s: expected grad_output of size %s, but got %s", op, c10_shape_str(want, nd),
+                             c10_shape_str(gy->sizes, gy->ndim));
+    return 0;
+}
+
+/* t[0] = grad_output, t[1] = weight; i: the convolution's 8 parameters, then
+ * the input's ndim and sizes. Result: the gradient of the input. */
+int fwd_conv_backward_input(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const TensorImpl *gy = a->t[0], *w = a->t[1];
+    int xnd = (int)a->i[8];
+    if (xnd < 0 || xnd > CT_MAX_DIMS) return c10_error_int("conv_backward_input: invalid arguments");
+    ConvGeo g;
+    if (bwd_geo("conv_backward_input", a->i, a->i + 9, xnd, w->sizes, w->ndim, gy, &g)) return -1;
+    if (gy->dtype != w->dtype || !at_same_device("conv_backward_input", gy, w))
+        return gy->dtype != w->dtype ? c10_error_int("conv_backward_input: expected scalar type %s but found %s",
+                                                     c10_dtype_cname(gy->dtype), c10_dtype_cname(w->dtype))
+                                     : -1;
+    return (out[0] = conv_run(1, gy, w, NULL, &g, a->i + 9, xnd)) ? 1 : -1;
+}
+
+/* t[0] = input, t[1] = grad_output; i: the convolution's 8 parameters, then
+ * the weight's ndim and sizes. Result: the gradient of the weight. */
+int fwd_conv_backward_weight(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const TensorImpl *x = a->t[0], *gy = a->t[1];
+    int wnd = (int)a->i[8];
+    if (wnd < 0 || wnd > CT_MAX_DIMS) return c10_error_int("conv_backward_weight: invalid arguments");
+    ConvGeo g;
+    if (bwd_geo("conv_backward_weight", a->i, x->sizes, x->ndim, a->i + 9, wnd, gy, &g)) return -1;
+    if (gy->dtype != x->dtype || !at_same_device("conv_backward_weight", x, gy))
+        return gy->dtype != x->dtype ? c10_error_int("conv_backward_weight: expected scalar type %s but found %s",
+                                                     c10_dtype_cname(x->dtype), c10_dtype_cname(gy->dtype))
+                                     : -1;
+    return (out[0] = conv_run(2, x, gy, NULL, &g, a->i + 9, wnd)) ? 1 : -1;
+}
+
+/* ================================================================ pooling */
+
+static int64_t div_floor(int64_t a, int64_t b) {
+    int64_t q = a / b, r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+
+/* PyTorch's pooling_output_shape (with its checks). */
+static int pool_out(const char *op, int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil,
+                    int64_t *out) {
+    if (stride == 0) return c10_error_int("%s: stride should not be zero", op);
+    if (pad < 0) return c10_error_int("%s: pad must be non-negative, but got pad: %lld", op, (long long)pad);
+    if (pad > k / 2)
+        return c10_error_int("%s: pad should be at most half of kernel size, but got pad=%lld and kernel_size=%lld", op,
+                             (long long)pad, (long long)k);
+    int64_t o = div_floor(in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0), stride) + 1;
+    if (ceil && (o - 1) * stride >= in + pad) o--;
+    *out = o;
+    return 0;
+}
+
+typedef struct {
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+    bool ceil;
+    bool batched;
+    int64_t N, C, H, W, Ho, Wo;
+} PoolGeo;
+
+/* pool2d_shape_check */
+static int pool_shape_check(const char *op, const TensorImpl *x, const PoolGeo *p) {
+    if (p->kh <= 0 || p->kw <= 0)
+        return c10_error_int("%s: kernel size should be greater than zero, but got kH: %lld kW: %lld", op,
+                             (long long)p->kh, (long long)p->kw);
+    if (p->sh <= 0 || p->sw <= 0)
+        return c10_error_int("%s: stride should be greater than zero, but got dH: %lld dW: %lld", op, (long long)p->sh,
+                             (long long)p->sw);
+    if (p->dh <= 0 || p->dw <= 0)
+        return c10_error_int("%s: dilation should be greater than zero, but got dilationH: %lld dilationW: %lld", op,
+                             (long long)p->dh, (long long)p->dw);
+    int nd = x->ndim;
+    bool valid = x->sizes[1] != 0 && x->sizes[2] != 0;
+    if (!((nd == 3 && x->sizes[0] != 0 && valid) || (nd == 4 && valid && x->sizes[3] != 0)))
+        return c10_error_int("%s: Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                             "got:%s",
+                             op, c10_shape_str(x->sizes, nd));
+    if (p->Ho < 1 || p->Wo < 1)
+        return c10_error_int("%s: Given input size: (%lldx%lldx%lld). Calculated output size: (%lldx%lldx%lld). Output "
+                             "size is too small",
+                             op, (long long)p->C, (long long)p->H, (long long)p->W, (long long)p->C, (long long)p->Ho,
+                             (long long)p->Wo);
+    return 0;
+}
+
+static void pool_sizes(const TensorImpl *x, PoolGeo *p) {
+    p->batched = x->ndim == 4;
+    p->N = p->batched ? x->sizes[0] : 1;
+    p->C = x->sizes[x->ndim - 3];
+    p->H = x->sizes[x->ndim - 2];
+    p->W = x->sizes[x->ndim - 1];
+}
+
+static int pool_out_shape(const PoolGeo *p, int64_t *s) {
+    int n = 0;
+    if (p->batched) s[n++] = p->N;
+    s[n++] = p->C;
+    s[n++] = p->Ho;
+    s[n++] = p->Wo;
+    return n;
+}
+
+static int float_only(const char *op, const char *kernel, ct_dtype d) {
+    if (!c10_is_float(d)) return c10_error_int("%s: \"%s\" not implemented for '%s'", op, kernel, c10_dtype_cname(d));
+    return 0;
+}
+
+/* The max-pool kernel over planes of T: values and indices (ih * W + iw). */
+#define MAXPOOL(SUF, T)                                                                                   \
+    static void maxpool_##SUF(const T *x, T *y, int64_t *idx, const PoolGeo *p) {                         \
+        int64_t planes = p->N * p->C;                                                                      \
+        _Pragma("omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768)")                  \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                          \
+            const T *in = x + pl * p->H * p->W;                                                            \
+            T *o = y + pl * p->Ho * p->Wo;                                                                 \
+            int64_t *oi = idx + pl * p->Ho * p->Wo;                                                        \
+            for (int64_t oh = 0; oh < p->Ho; oh++) {                                                       \
+                int64_t h0 = oh * p->sh - p->ph, h1 = h0 + (p->kh - 1) * p->dh + 1;                        \
+                if (h1 > p->H) h1 = p->H;                                                                  \
+                while (h0 < 0) h0 += p->dh;                                                                \
+                for (int64_t ow = 0; ow < p->Wo; ow++) {                                                   \
+                    int64_t w0 = ow * p->sw - p->pw, w1 = w0 + (p->kw - 1) * p->dw + 1;                    \
+                    if (w1 > p->W) w1 = p->W;                                                              \
+                    while (w0 < 0) w0 += p->dw;                                                            \
+                    int64_t best = h0 * p->W + w0;                                                         \
+                    T m = -(T)INFINITY;                                                                    \
+                    for (int64_t ih = h0; ih < h1; ih += p->dh)                                            \
+                        for (int64_t iw = w0; iw < w1; iw += p->dw) {                                      \
+                            T v = in[ih * p->W + iw];                                                      \
+                            if (v > m || v != v) {                                                         \
+                                m = v;                                                                     \
+                                best = ih * p->W + iw;                                                     \
+                            }                                                                              \
+                        }                                                                                  \
+                    o[oh * p->Wo + ow] = m;                                                                \
+                    oi[oh * p->Wo + ow] = best;                                                            \
+                }                                                                                          \
+            }                                                                                              \
+        }                                                                                                  \
+    }
+MAXPOOL(f32, float)
+MAXPOOL(f64, double)
+
+/* t[0] = input [N,] C, H, W; i: kernel[2], stride[2], padding[2], dilation[2], ceil_mode.
+ * Outputs: values, indices (int64, into each H*W plane). */
+int fwd_max_pool2d(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const char *name = "max_pool2d";
+    const TensorImpl *x = a->t[0];
+    PoolGeo p = {.kh = a->i[0], .kw = a->i[1], .sh = a->i[2], .sw = a->i[3], .ph = a->i[4], .pw = a->i[5],
+                 .dh = a->i[6], .dw = a->i[7], .ceil = a->i[8] != 0};
+    if (x->ndim != 3 && x->ndim != 4)
+        return c10_error_int("%s: non-empty 3D or 4D (batch mode) tensor expected for input", name);
+    pool_sizes(x, &p);
+    if (pool_out(name, p.H, p.kh, p.ph, p.sh, p.dh, p.ceil, &p.Ho) ||
+        pool_out(name, p.W, p.kw, p.pw, p.sw, p.dw, p.ceil, &p.Wo) || pool_shape_check(name, x, &p) ||
+        float_only(name, name, x->dtype))
+        return -1;
+    int64_t s[4];
+    int nd = pool_out_shape(&p, s);
+    out[0] = c10_empty(s, nd, x->dtype, x->device);
+    out[1] = out[0] ? c10_empty(s, nd, CT_INT64, x->device) : NULL;
+    if (!out[1]) return -1;
+    if (x->device == CT_META || out[0]->numel == 0) return 2;
+    ct_dtype cd = c10_opmath(x->dtype);
+    TensorImpl *xc = in_compute(x, cd);
+    TensorImpl *yc = !xc ? NULL : cd == x->dtype ? c10_retain(out[0]) : c10_empty(s, nd, cd, x->device);
+    int rc = -1;
+    if (yc) {
+        if (cd == CT_FLOAT32) maxpool_f32((const float *)c10_data(xc), (float *)c10_data(yc), (int64_t *)c10_data(out[1]), &p);
+        else maxpool_f64((const double *)c10_data(xc), (double *)c10_data(yc), (int64_t *)c10_data(out[1]), &p);
+        rc = yc == out[0] ? 0 : at_copy_(out[0], yc);
+    }
+    c10_release(xc);
+    c10_release(yc);
+    return rc ? -1 : 2;
+}
+
+/* Scatter-add of grad [.., Ho, Wo] through indices into zeros of the input's
+ * shape (the max-pool gradient), or the gather back (its derivative). */
+static int check_idx(const char *op, const TensorImpl *g, const TensorImpl *idx) {
+    if (idx->dtype != CT_INT64) return c10_error_int("%s: indices must be int64", op);
+    if (g->ndim != idx->ndim || memcmp(g->sizes, idx->sizes, sizeof(int64_t) * (size_t)g->ndim) || g->ndim < 2)
+        return c10_error_int("%s: grad %s and indices %s must have the same shape", op,
+                             c10_shape_str(g->sizes, g->ndim), c10_shape_str(idx->sizes, idx->ndim));
+    return at_same_device(op, g, idx) ? 0 : -1;
+}
+
+/* t[0] = grad_output, t[1] = indices (same shape); i: the input's ndim and sizes. */
+int fwd_max_pool2d_backward(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const char *name = "max_pool2d_backward";
+    const TensorImpl *g = a->t[0], *idx = a->t[1];
+    int nd = (int)a->i[0];
+    if (check_idx(name, g, idx)) return -1;
+    if (nd != g->ndim) return c10_error_int("%s: input and grad ranks differ", name);
+    for (int d = 0; d < nd - 2; d++)
+        if (a->i[1 + d] != g->sizes[d]) return c10_error_int("%s: input and grad shapes differ", name);
+    TensorImpl *o = c10_full(a->i + 1, nd, 0, g->dtype, g->device);
+    if (!o) return -1;
+    out[0] = o;
+    if (g->device == CT_META || o->numel == 0 || g->numel == 0) return 1;
+    ct_dtype cd = c10_opmath(g->dtype);
+    int64_t HW = o->sizes[nd - 2] * o->sizes[nd - 1], hw = g->sizes[nd - 2] * g->sizes[nd - 1];
+    int64_t planes = g->numel / hw;
+    TensorImpl *gc = in_compute(g, cd), *ic = gc ? at_contiguous(idx) : NULL;
+    TensorImpl *oc = !ic ? NULL : cd == g->dtype ? c10_retain(o) : c10_full(o->sizes, nd, 0, cd, o->device);
+    int rc = -1;
+    if (oc) {
+        const int64_t *ix = (const int64_t *)c10_data(ic);
+        int bad = 0;
+#define SCATTER(T)                                                                                       \
+    {                                                                                                    \
+        const T *gv = (const T *)c10_data(gc);                                                           \
+        T *ov = (T *)c10_data(oc);                                                                       \
+        _Pragma("omp parallel for schedule(static) reduction(| : bad) if (g->numel > 32768)")           \
+        for (int64_t pl = 0; pl < planes; pl++)                                                          \
+            for (int64_t k = 0; k < hw; k++) {                                                           \
+                int64_t j = ix[pl * hw + k];                                                             \
+                if (j < 0 || j >= HW) bad = 1;                                                           \
+                else ov[pl * HW + j] += gv[pl * hw + k];                                                 \
+            }                                                                                            \
+    }
+        if (cd == CT_FLOAT32) SCATTER(float)
+        else if (cd == CT_FLOAT64) SCATTER(double)
+        else bad = 2;
+#undef SCATTER
+        if (bad) rc = c10_error_int("%s: index out of range or unsupported dtype", name);
+        else rc = oc == o ? 0 : at_copy_(o, oc);
+    }
+    c10_release(gc);
+    c10_release(ic);
+    c10_release(oc);
+    return rc ? -1 : 1;
+}
+
+/* t[0] = src [.., H, W], t[1] = indices [.., Ho, Wo] (leading dims equal):
+ * out[.., k] = src[.., indices[.., k]] within each plane. */
+int fwd_max_pool2d_gather(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const char *name = "max_pool2d_gather";
+    const TensorImpl *src = a->t[0], *idx = a->t[1];
+    int nd = src->ndim;
+    if (idx->dtype != CT_INT64 || idx->ndim != nd || nd < 2) return c10_error_int("%s: invalid indices", name);
+    for (int d = 0; d < nd - 2; d++)
+        if (src->sizes[d] != idx->sizes[d]) return c10_error_int("%s: invalid indices", name);
+    if (!at_same_device(name, src, idx)) return -1;
+    TensorImpl *o = c10_empty(idx->sizes, nd, src->dtype, src->device);
+    if (!o) return -1;
+    out[0] = o;
+    if (src->device == CT_META || o->numel == 0) return 1;
+    int64_t HW = src->sizes[nd - 2] * src->sizes[nd - 1], hw = idx->sizes[nd - 2] * idx->sizes[nd - 1];
+    int64_t planes = o->numel / hw;
+    TensorImpl *sc = at_contiguous(src), *ic = sc ? at_contiguous(idx) : NULL;
+    if (!ic) {
+        c10_release(sc);
+        return -1;
+    }
+    const int64_t *ix = (const int64_t *)c10_data(ic);
+    int64_t es = (int64_t)c10_elsize[src->dtype];
+    const char *sv = c10_data(sc);
+    char *ov = c10_data(o);
+    int bad = 0;
+    for (int64_t pl = 0; pl < planes; pl++)
+        for (int64_t k = 0; k < hw; k++) {
+            int64_t j = ix[pl * hw + k];
+            if (j < 0 || j >= HW) bad = 1;
+            else memcpy(ov + (pl * hw + k) * es, sv + (pl * HW + j) * es, (size_t)es);
+        }
+    c10_release(sc);
+    c10_release(ic);
+    if (bad) return c10_error_int("%s: index out of range", name);
+    return 1;
+}
+
+/* ------------------------------------------------------------- avg_pool2d */
+
+/* i: kernel[2], stride[2], padding[2], ceil_mode, count_include_pad, divisor_override (0: none) */
+static int avg_geo(const char *name, const TensorImpl *x, const int64_t *i, PoolGeo *p, int64_t *div) {
+    *p = (PoolGeo){.kh = i[0], .kw = i[1], .sh = i[2], .sw = i[3], .ph = i[4], .pw = i[5], .dh = 1, .dw = 1,
+                   .ceil = i[6] != 0};
+    *div = i[8];
+    if (x->ndim < 3) {
+        int lo = x->ndim ? -x->ndim : -1, hi = x->ndim ? x->ndim - 1 : 0;
+        return c10_error_int("%s: Dimension out of range (expected to be in range of [%d, %d], but got -3)", name, lo,
+                             hi);
+    }
+    p->batched = x->ndim == 4;
+    p->N = x->ndim == 4 ? x->sizes[0] : 1;
+    p->C = x->sizes[x->ndim - 3];
+    p->H = x->sizes[x->ndim - 2];
+    p->W = x->sizes[x->ndim - 1];
+    if (pool_out(name, p->H, p->kh, p->ph, p->sh, 1, p->ceil, &p->Ho) ||
+        pool_out(name, p->W, p->kw, p->pw, p->sw, 1, p->ceil, &p->Wo) || pool_shape_check(name, x, p))
+        return -1;
+    if (x->dtype == CT_BOOL) return c10_error_int("%s: \"avg_pool2d\" not implemented for 'Bool'", name);
+    return 0;
+}
+
+/* The window of output (oh, ow) and its divisor, as PyTorch computes them. */
+#define AVG_WINDOW                                                                                      \
+    int64_t h0 = oh * p->sh - p->ph, w0 = ow * p->sw - p->pw;                                            \
+    int64_t h1 = h0 + p->kh, w1 = w0 + p->kw;                                                            \
+    if (h1 > p->H + p->ph) h1 = p->H + p->ph;                                                           \
+    if (w1 > p->W + p->pw) w1 = p->W + p->pw;                                                           \
+    int64_t pool = (h1 - h0) * (w1 - w0);                                                               \
+    if (h0 < 0) h0 = 0;                                                                                 \
+    if (w0 < 0) w0 = 0;                                                                                 \
+    if (h1 > p->H) h1 = p->H;                                                                           \
+    if (w1 > p->W) w1 = p->W;                                                                           \
+    int64_t dv = div ? div : cip ? pool : (h1 - h0) * (w1 - w0);
+
+#define AVGPOOL(SUF, T, ACC)                                                                              \
+    static void avgpool_##SUF(const T *x, T *y, const PoolGeo *p, int64_t div, bool cip) {                \
+        int64_t planes = p->N * p->C;                                                                      \
+        _Pragma("omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768)")                  \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                          \
+            const T *in = x + pl * p->H * p->W;                                                            \
+            T *o = y + pl * p->Ho * p->Wo;                                                                 \
+            for (int64_t oh = 0; oh < p->Ho; oh++)                                                         \
+                for (int64_t ow = 0; ow < p->Wo; ow++) {                                                   \
+                    AVG_WINDOW                                                                             \
+                    if (h0 >= h1 || w0 >= w1) {                                                            \
+                        o[oh * p->Wo + ow] = 0;                                                            \
+                        continue;                                                                          \
+                    }                                                                                      \
+                    ACC s = 0;                                                                             \
+                    for (int64_t ih = h0; ih < h1; ih++)                                                   \
+                        for (int64_t iw = w0; iw < w1; iw++) s += (ACC)in[ih * p->W + iw];                 \
+                    o[oh * p->Wo + ow] = (T)(s / (ACC)dv);                                                 \
+                }                                                                                          \
+        }                                                                                                  \
+    }                                                                                                      \
+    static void avgpool_bwd_##SUF(const T *gy, T *gx, const PoolGeo *p, int64_t div, bool cip) {           \
+        int64_t planes = p->N * p->C;                                                                      \
+        _Pragma("omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768)")                  \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                          \
+            T *gi = gx + pl * p->H * p->W;                                                                 \
+            const T *go = gy + pl * p->Ho * p->Wo;                                                         \
+            for (int64_t oh = 0; oh < p->Ho; oh++)                                                         \
+                for (int64_t ow = 0; ow < p->Wo; ow++) {                                                   \
+                    AVG_WINDOW                                                                             \
+                    if (h0 >= h1 || w0 >= w1) continue;                                                    \
+                    T v = (T)(go[oh * p->Wo + ow] / (T)dv);                                                \
+                    for (int64_t ih = h0; ih < h1; ih++)                                                   \
+                        for (int64_t iw = w0; iw < w1; iw++) gi[ih * p->W + iw] += v;                      \
+                }                                                                                          \
+        }                                                                                                  \
+    }
+AVGPOOL(f32, float, float)
+AVGPOOL(f64, double, double)
+AVGPOOL(i64, int64_t, int64_t)
+
+static TensorImpl *avg_run(bool backward, const TensorImpl *t, const PoolGeo *p, int64_t div, bool cip,
+                           const int64_t *s, int nd) {
+    ct_dtype cd = la_compute_dtype(t->dtype);
+    TensorImpl *o = backward ? c10_full(s, nd, 0, t->dtype, t->device) : c10_empty(s, nd, t->dtype, t->device);
+    if (!o || t->device == CT_META || o->numel == 0 || t->numel == 0) return o;
+    TensorImpl *tc = in_compute(t, cd);
+    TensorImpl *oc = !tc ? NULL : cd == t->dtype ? c10_retain(o) : c10_full(s, nd, 0, cd, t->device);
+    int rc = -1;
+    if (oc) {
+        const void *in = c10_data(tc);
+        void *ov = c10_data(oc);
+        if (!backward) {
+            if (cd == CT_FLOAT32) avgpool_f32(in, ov, p, div, cip);
+            else if (cd == CT_FLOAT64) avgpool_f64(in, ov, p, div, cip);
+            else avgpool_i64(in, ov, p, div, cip);
+        } else {
+            if (cd == CT_FLOAT32) avgpool_bwd_f32(in, ov, p, div, cip);
+            else if (cd == CT_FLOAT64) avgpool_bwd_f64(in, ov, p, div, cip);
+            else avgpool_bwd_i64(in, ov, p, div, cip);
+        }
+        rc = oc == o ? 0 : at_copy_(o, oc);
+    }
+    c10_release(tc);
+    c10_release(oc);
+    if (rc) {
+        c10_release(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* t[0] = input [N,] C, H, W; i: kernel[2], stride[2], padding[2], ceil_mode,
+ * count_include_pad, divisor_override (0: none) */
+int fwd_avg_pool2d(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    PoolGeo p;
+    int64_t div;
+    if (avg_geo("avg_pool2d", a->t[0], a->i, &p, &div)) return -1;
+    int64_t s[4];
+    int nd = pool_out_shape(&p, s);
+    return (out[0] = avg_run(false, a->t[0], &p, div, a->i[7] != 0, s, nd)) ? 1 : -1;
+}
+
+/* t[0] = grad_output; i: avg_pool2d's 9 parameters, then the input's ndim and sizes */
+int fwd_avg_pool2d_backward(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const char *name = "avg_pool2d_backward";
+    const TensorImpl *g = a->t[0];
+    int nd = (int)a->i[9];
+    if (nd != 3 && nd != 4) return c10_error_int("%s: invalid input shape", name);
+    TensorImpl *meta = c10_empty(a->i + 10, nd, g->dtype, CT_META);
+    if (!meta) return -1;
+    PoolGeo p;
+    int64_t div;
+    int rc = avg_geo(name, meta, a->i, &p, &div);
+    c10_release(meta);
+    if (rc) return -1;
+    int64_t s[4];
+    int ond = pool_out_shape(&p, s);
+    if (g->ndim != ond || memcmp(g->sizes, s, sizeof(int64_t) * (size_t)ond))
+        return c10_error_int("%s: expected grad_output of size %s, but got %s", name, c10_shape_str(s, ond),
+                             c10_shape_str(g->sizes, g->ndim));
+    return (out[0] = avg_run(true, g, &p, div, a->i[7] != 0, a->i + 10, nd)) ? 1 : -1;
+}
+
+/* ---------------------------------------------------- adaptive_avg_pool2d */
+
+static inline int64_t a_start(int64_t o, int64_t O, int64_t I) { return (o * I) / O; }
+static inline int64_t a_end(int64_t o, int64_t O, int64_t I) { return ((o + 1) * I + O - 1) / O; }
+
+#define ADAPTIVE(SUF, T)                                                                                  \
+    static void adaptive_##SUF(const T *x, T *y, int64_t planes, int64_t H, int64_t W, int64_t Ho, int64_t Wo, \
+                               bool backward) {                                                          \
+        _Pragma("omp parallel for schedule(static) if (planes * H * W > 32768)")                         \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                         \
+            for (int64_t oh = 0; oh < Ho; oh++) {                                                         \
+                int64_t h0 = a_start(oh, Ho, H), h1 = a_end(oh, Ho, H);                                   \
+                for (int64_t ow = 0; ow < Wo; ow++) {                                                     \
+                    int64_t w0 = a_start(ow, Wo, W), w1 = a_end(ow, Wo, W);                               \
+                    T n = (T)((h1 - h0) * (w1 - w0));                                                     \
+                    if (!backward) {                                                                      \
+                        const T *in = x + pl * H * W;                                                     \
+                        T s = 0;                                                                          \
+                        for (int64_t ih = h0; ih < h1; ih++)                                              \
+                            for (int64_t iw = w0; iw < w1; iw++) s += in[ih * W + iw];                    \
+                        y[(pl * Ho + oh) * Wo + ow] = s / n;                                              \
+                    } else {                                                                              \
+                        T v = x[(pl * Ho + oh) * Wo + ow] / n;                                            \
+                        T *gi = y + pl * H * W;                                                           \
+                        for (int64_t ih = h0; ih < h1; ih++)                                              \
+                            for (int64_t iw = w0; iw < w1; iw++) gi[ih * W + iw] += v;                    \
+                    }                                                                                     \
+                }                                                                                         \
+            }                                                                                             \
+        }                                                                                                 \
+    }
+ADAPTIVE(f32, float)
+ADAPTIVE(f64, double)
+
+/* x: the input (forward) or grad_output (backward); s/nd: the result's shape;
+ * plane sizes H, W (input) and Ho, Wo (output). */
+static TensorImpl *adaptive_run(bool backward, const TensorImpl *x, const int64_t *s, int nd, int64_t H, int64_t W,
+                                int64_t Ho, int64_t Wo) {
+    TensorImpl *o = backward ? c10_full(s, nd, 0, x->dtype, x->device) : c10_empty(s, nd, x->dtype, x->device);
+    if (!o || x->device == CT_META || o->numel == 0 || x->numel == 0) return o;
+    ct_dtype cd = c10_opmath(x->dtype);
+    int64_t planes = o->numel / (backward ? H * W : Ho * Wo);
+    TensorImpl *xc = in_compute(x, cd);
+    TensorImpl *oc = !xc ? NULL : cd == x->dtype ? c10_retain(o) : c10_full(s, nd, 0, cd, x->device);
+    int rc = -1;
+    if (oc) {
+        if (cd == CT_FLOAT32)
+            adaptive_f32((const float *)c10_data(xc), (float *)c10_data(oc), planes, H, W, Ho, Wo, backward);
+        else adaptive_f64((const double *)c10_data(xc), (double *)c10_data(oc), planes, H, W, Ho, Wo, backward);
+        rc = oc == o ? 0 : at_copy_(o, oc);
+    }
+    c10_release(xc);
+    c10_release(oc);
+    if (rc) {
+        c10_release(o);
+        return NULL;
+    }
+    return o;
+}
+
+static int adaptive_check(const char *name, const TensorImpl *x, int64_t oh, int64_t ow) {
+    if (oh < 0 || ow < 0)
+        return c10_error_int("%s: elements of output_size must be greater than or equal to 0 but received {%lld, %lld}",
+                             name, (long long)oh, (long long)ow);
+    if (x->ndim != 3 && x->ndim != 4)
+        return c10_error_int("%s: adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got %s", name,
+                             c10_shape_str(x->sizes, x->ndim));
+    for (int i = -2; i <= -1; i++)
+        if (x->sizes[x->ndim + i] <= 0)
+            return c10_error_int("%s: adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                                 "dimensions, but input has sizes %s with dimension %d being empty",
+                                 name, c10_shape_str(x->sizes, x->ndim), x->ndim + i);
+    return float_only(name, "adaptive_avg_pool2d", x->dtype);
+}
+
+/* t[0] = input [N,] C, H, W; i: output height, width */
+int fwd_adaptive_avg_pool2d(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const TensorImpl *x = a->t[0];
+    if (adaptive_check("adaptive_avg_pool2d", x, a->i[0], a->i[1])) return -1;
+    int64_t s[4];
+    memcpy(s, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
+    s[x->ndim - 2] = a->i[0], s[x->ndim - 1] = a->i[1];
+    return (out[0] = adaptive_run(false, x, s, x->ndim, x->sizes[x->ndim - 2], x->sizes[x->ndim - 1], a->i[0],
+                                  a->i[1]))
+               ? 1
+               : -1;
+}
+
+/* t[0] = grad_output; i: the input's ndim and sizes */
+int fwd_adaptive_avg_pool2d_backward(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    const char *name = "adaptive_avg_pool2d_backward";
+    const TensorImpl *g = a->t[0];
+    int nd = (int)a->i[0];
+    const int64_t *xs = a->i + 1;
+    if ((nd != 3 && nd != 4) || g->ndim != nd) return c10_error_int("%s: invalid shapes", name);
+    for (int d = 0; d < nd - 2; d++)
+        if (xs[d] != g->sizes[d]) return c10_error_int("%s: invalid shapes", name);
+    if (xs[nd - 2] <= 0 || xs[nd - 1] <= 0) return c10_error_int("%s: invalid shapes", name);
+    if (float_only(name, "adaptive_avg_pool2d_backward", g->dtype)) return -1;
+    return (out[0] = adaptive_run(true, g, xs, nd, xs[nd - 2], xs[nd - 1], g->sizes[nd - 2], g->sizes[nd - 1])) ? 1
+                                                                                                                : -1;
+}

@@ -1,0 +1,413 @@
+"""Parity of custom functions, gradcheck, torch.autograd.functional and graph
+printing with PyTorch. Expected values come from torch at test time."""
+import ctypes
+import re
+from ctypes import POINTER, Structure, c_bool, c_char_p, c_double, c_int, c_size_t, c_void_p
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.autograd.functional as AF  # noqa: E402
+
+import ctorch_ffi as ct  # noqa: E402
+
+T = c_void_p
+TP = POINTER(c_void_p)
+FN = ctypes.CFUNCTYPE(c_void_p, TP, c_int, c_void_p)                 # ct_fn
+FN_MULTI = ctypes.CFUNCTYPE(c_int, TP, c_int, TP, c_int, c_void_p)   # ct_fn_multi
+FWD = ctypes.CFUNCTYPE(c_int, c_void_p, TP, c_int, TP, c_int)
+BWD = ctypes.CFUNCTYPE(c_int, c_void_p, TP, c_int, TP, c_int)
+
+
+class Function(Structure):
+    _fields_ = [("name", c_char_p), ("forward", FWD), ("backward", BWD), ("data", c_void_p)]
+
+
+for row in [
+    ("ct_function_apply", c_int, [POINTER(Function), TP, c_int, TP, c_int]),
+    ("ct_ctx_save_for_backward", c_int, [c_void_p, TP, c_int]),
+    ("ct_ctx_saved", T, [c_void_p, c_int]),
+    ("ct_ctx_needs_input_grad", c_bool, [c_void_p, c_int]),
+    ("ct_gradcheck", c_int, [FN, TP, c_int, c_void_p, c_double, c_double, c_double]),
+    ("ct_gradgradcheck", c_int, [FN, TP, c_int, c_void_p, c_double, c_double, c_double]),
+    ("ct_gradcheck_multi", c_int, [FN_MULTI, TP, c_int, c_void_p, c_double, c_double, c_double]),
+    ("ct_jacobian", T, [FN, T, c_void_p]),
+    ("ct_hessian", T, [FN, T, c_void_p]),
+    ("ct_vjp", c_int, [FN, T, T, c_void_p, TP, TP]),
+    ("ct_jvp", c_int, [FN, T, T, c_void_p, TP, TP]),
+    ("ct_graph_repr", c_int, [T, c_void_p, c_size_t]),
+    ("ct_graph_dot", c_int, [T, c_void_p, c_size_t]),
+    ("ct_set_requires_grad", c_int, [T, c_bool]),
+    ("ct_requires_grad", c_bool, [T]),
+    ("ct_backward", c_int, [T, T]),
+    ("ct_autograd_grad", c_int, [TP, TP, c_int, TP, c_int, TP, c_bool, c_bool, c_bool]),
+    ("ct_grad", T, [T]),
+    ("ct_grad_fn_name", c_char_p, [T]),
+    ("ct_sum", T, [T]),
+    ("ct_exp", T, [T]),
+    ("ct_sin", T, [T]),
+    ("ct_cos", T, [T]),
+    ("ct_tanh", T, [T]),
+    ("ct_log", T, [T]),
+    ("ct_mul", T, [T, T]),
+    ("ct_add", T, [T, T]),
+    ("ct_sub", T, [T, T]),
+    ("ct_div", T, [T, T]),
+    ("ct_mul_scalar", T, [T, c_double]),
+    ("ct_add_scalar", T, [T, c_double]),
+    ("ct_mm", T, [T, T]),
+    ("ct_sigmoid", T, [T]),
+]:
+    ct.declare(*row)
+
+lib = ct.lib
+pytestmark = ct.requires("ct_function_apply", "ct_gradcheck", "ct_jacobian", "ct_graph_repr")
+
+
+def arr(*handles):
+    return (c_void_p * max(len(handles), 1))(*handles)
+
+
+def leaf(t, requires_grad=True):
+    h = ct.from_torch(t.detach())
+    if requires_grad:
+        ct.check_int(lib.ct_set_requires_grad(h, True))
+    return h
+
+
+def fn(pyfn):
+    """A ct_fn from a Python function of handles (kept alive by the caller)."""
+    def cb(inputs, n, ctx):
+        return pyfn(*[inputs[i] for i in range(n)])
+    return FN(cb)
+
+
+def grad_of(h):
+    return ct.to_torch(ct.check(lib.ct_grad(h)))
+
+
+# ------------------------------------------------------------ functions
+# each: (ctorch body on handles, torch body); results compared at float64
+FUNCS = {
+    "sin_x_times_x": (lambda x: lib.ct_mul(lib.ct_sin(x), x), lambda x: torch.sin(x) * x),
+    "exp_tanh": (lambda x: lib.ct_exp(lib.ct_tanh(x)), lambda x: torch.exp(torch.tanh(x))),
+    "sum_sq_plus_sin": (lambda x: lib.ct_sum(lib.ct_add(lib.ct_mul(x, x), lib.ct_sin(x))),
+                        lambda x: (x * x + torch.sin(x)).sum()),
+    "sigmoid_div": (lambda x: lib.ct_div(lib.ct_sigmoid(x), lib.ct_add_scalar(lib.ct_mul(x, x), 1.0)),
+                    lambda x: torch.sigmoid(x) / (x * x + 1)),
+}
+SHAPES = [(), (3,), (2, 3)]
+
+
+def rand(shape, seed, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g, dtype=dtype)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCS))
+@pytest.mark.parametrize("shape", SHAPES)
+def test_jacobian(name, shape):
+    cfn, tfn = FUNCS[name]
+    x = rand(shape, 1)
+    cb = fn(cfn)
+    j = ct.check(lib.ct_jacobian(cb, leaf(x, False), None))
+    ct.assert_close(j, AF.jacobian(tfn, x), rtol=1e-12, atol=1e-12)
+
+
+def test_jacobian_float32_and_noncontiguous():
+    x = rand((3, 4), 2, torch.float32).t()
+    cb = fn(FUNCS["sin_x_times_x"][0])
+    j = ct.check(lib.ct_jacobian(cb, ct.from_torch(x), None))
+    ct.assert_close(j, AF.jacobian(FUNCS["sin_x_times_x"][1], x), rtol=1e-5, atol=1e-6)
+
+
+def test_jacobian_of_matmul():
+    w = rand((4, 3), 3)
+    wh = ct.from_torch(w)
+    cb = fn(lambda x: lib.ct_mm(wh, x))
+    x = rand((3, 2), 4)
+    j = ct.check(lib.ct_jacobian(cb, leaf(x, False), None))
+    ct.assert_close(j, AF.jacobian(lambda x: w @ x, x), rtol=1e-12, atol=1e-12)
+
+
+def test_jacobian_of_a_constant_is_zero():
+    c = ct.from_torch(torch.ones(2, dtype=torch.float64))
+    cb = fn(lambda x: lib.ct_mul_scalar(c, 2.0))
+    x = rand((3,), 5)
+    j = ct.check(lib.ct_jacobian(cb, leaf(x, False), None))
+    ct.assert_close(j, AF.jacobian(lambda x: torch.ones(2, dtype=torch.float64) * 2, x))
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_hessian(shape):
+    x = rand(shape, 6)
+    cfn = lambda x: lib.ct_sum(lib.ct_mul(lib.ct_sin(x), lib.ct_mul(x, x)))  # noqa: E731
+    cb = fn(cfn)
+    h = ct.check(lib.ct_hessian(cb, leaf(x, False), None))
+    ct.assert_close(h, AF.hessian(lambda x: (torch.sin(x) * x * x).sum(), x), rtol=1e-12, atol=1e-12)
+
+
+def test_hessian_needs_one_element():
+    x = rand((3,), 7)
+    cb = fn(FUNCS["sin_x_times_x"][0])
+    h = lib.ct_hessian(cb, leaf(x, False), None)
+    want = ct.torch_error(lambda: AF.hessian(FUNCS["sin_x_times_x"][1], x))
+    ct.assert_error(h, want)
+
+
+@pytest.mark.parametrize("name", ["sin_x_times_x", "exp_tanh", "sigmoid_div"])
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_vjp_and_jvp(name, shape):
+    cfn, tfn = FUNCS[name]
+    x, v = rand(shape, 8), rand(shape, 9)
+    cb = fn(cfn)
+    out, res = c_void_p(), c_void_p()
+    ct.check_int(lib.ct_vjp(cb, leaf(x, False), ct.from_torch(v), None, ctypes.byref(out), ctypes.byref(res)))
+    t_out, t_vjp = AF.vjp(tfn, x, v)
+    ct.assert_close(out.value, t_out, rtol=1e-12, atol=1e-12)
+    ct.assert_close(res.value, t_vjp, rtol=1e-12, atol=1e-12)
+    assert not lib.ct_requires_grad(out.value) and not lib.ct_requires_grad(res.value)
+    ct.check_int(lib.ct_jvp(cb, leaf(x, False), ct.from_torch(v), None, ctypes.byref(out), ctypes.byref(res)))
+    t_out, t_jvp = AF.jvp(tfn, x, v)
+    ct.assert_close(out.value, t_out, rtol=1e-12, atol=1e-12)
+    ct.assert_close(res.value, t_jvp, rtol=1e-12, atol=1e-12)
+
+
+def test_vjp_jvp_scalar_v_none_and_errors():
+    cfn, tfn = FUNCS["sum_sq_plus_sin"]
+    x = rand((3,), 10)
+    cb = fn(cfn)
+    out, res = c_void_p(), c_void_p()
+    ct.check_int(lib.ct_vjp(cb, leaf(x, False), None, None, ctypes.byref(out), ctypes.byref(res)))
+    ct.assert_close(res.value, AF.vjp(tfn, x)[1], rtol=1e-12, atol=1e-12)
+    # jvp with v None needs a one-element input
+    want = ct.torch_error(lambda: AF.jvp(tfn, x))
+    ct.assert_error(lib.ct_jvp(cb, leaf(x, False), None, None, ctypes.byref(out), ctypes.byref(res)), want)
+    # v of the wrong size
+    cb2 = fn(FUNCS["sin_x_times_x"][0])
+    bad = torch.ones(2, dtype=torch.float64)
+    want = ct.torch_error(lambda: AF.vjp(FUNCS["sin_x_times_x"][1], x, bad))
+    ct.assert_error(lib.ct_vjp(cb2, leaf(x, False), ct.from_torch(bad), None, ctypes.byref(out),
+                               ctypes.byref(res)), want)
+    want = ct.torch_error(lambda: AF.jvp(FUNCS["sin_x_times_x"][1], x, bad))
+    ct.assert_error(lib.ct_jvp(cb2, leaf(x, False), ct.from_torch(bad), None, ctypes.byref(out),
+                               ctypes.byref(res)), want)
+    want = ct.torch_error(lambda: AF.vjp(FUNCS["sin_x_times_x"][1], x))
+    ct.assert_error(lib.ct_vjp(cb2, leaf(x, False), None, None, ctypes.byref(out), ctypes.byref(res)), want)
+
+
+# ------------------------------------------------------- custom functions
+class Exp(torch.autograd.Function):  # the notes' example; the name gives ExpBackward
+    @staticmethod
+    def forward(ctx, i):
+        result = i.exp()
+        ctx.save_for_backward(result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        result, = ctx.saved_tensors
+        return grad_output * result
+
+
+def _exp_forward(ctx, inputs, n, outputs, nout):
+    outputs[0] = lib.ct_exp(inputs[0])
+    return lib.ct_ctx_save_for_backward(ctx, arr(outputs[0]), 1)
+
+
+def _exp_backward(ctx, grads, nout, grad_inputs, n):
+    result = lib.ct_ctx_saved(ctx, 0)
+    grad_inputs[0] = lib.ct_mul(grads[0], result)
+    return 0 if grad_inputs[0] else -1
+
+
+EXP_FWD, EXP_BWD = FWD(_exp_forward), BWD(_exp_backward)
+EXP = Function(b"Exp", EXP_FWD, EXP_BWD, None)
+
+
+def apply_exp(h):
+    out = (c_void_p * 1)()
+    ct.check_int(lib.ct_function_apply(ctypes.byref(EXP), arr(h), 1, out, 1))
+    return out[0]
+
+
+def test_custom_exp_matches_torch():
+    x = torch.tensor(0.5, requires_grad=True)
+    y = Exp.apply(x)
+    h = leaf(x)
+    yh = apply_exp(h)
+    assert ct.repr_of(yh) == "tensor(1.6487, grad_fn=<ExpBackward>)"
+    assert repr(y) == "tensor(1.6487, grad_fn=<ExpBackward>)"
+    assert lib.ct_grad_fn_name(yh).decode() == type(y.grad_fn).__name__
+    ct.assert_close(yh, y)
+    y.backward()
+    ct.check_int(lib.ct_backward(yh, None))
+    ct.assert_close(lib.ct_grad(h), x.grad)
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_custom_exp_double_backward_matches_torch(shape):
+    x = rand(shape, 11).requires_grad_()
+    v = rand(shape, 12)
+    y = Exp.apply(x)
+    g, = torch.autograd.grad(y, x, v, create_graph=True)
+    gg, = torch.autograd.grad((g * g).sum(), x)
+    h = leaf(x)
+    yh = apply_exp(h)
+    res = (c_void_p * 1)()
+    ct.check_int(lib.ct_autograd_grad(arr(yh), arr(ct.from_torch(v)), 1, arr(h), 1, res, False, True, False))
+    ct.assert_close(res[0], g, rtol=1e-12, atol=0)
+    res2 = (c_void_p * 1)()
+    s = lib.ct_sum(lib.ct_mul(res[0], res[0]))
+    ct.check_int(lib.ct_autograd_grad(arr(s), None, 1, arr(h), 1, res2, False, False, False))
+    ct.assert_close(res2[0], gg, rtol=1e-12, atol=0)
+
+
+def test_custom_exp_gradcheck_agrees_with_torch():
+    x = rand((2, 3), 13).requires_grad_()
+    assert torch.autograd.gradcheck(Exp.apply, (x,))
+    assert torch.autograd.gradgradcheck(Exp.apply, (x,))
+    cb = fn(apply_exp)
+    h = leaf(x)
+    assert lib.ct_gradcheck(cb, arr(h), 1, None, 1e-6, 1e-5, 1e-3) == 1
+    assert lib.ct_gradgradcheck(cb, arr(h), 1, None, 1e-6, 1e-5, 1e-3) == 1
+
+
+def _bad_backward(ctx, grads, nout, grad_inputs, n):
+    result = lib.ct_ctx_saved(ctx, 0)
+    grad_inputs[0] = lib.ct_mul_scalar(lib.ct_mul(grads[0], result), 2.0)
+    return 0
+
+
+BAD_BWD = BWD(_bad_backward)
+BAD = Function(b"Exp", EXP_FWD, BAD_BWD, None)
+
+
+class BadExp(Exp):
+    @staticmethod
+    def backward(ctx, grad_output):
+        result, = ctx.saved_tensors
+        return 2 * grad_output * result
+
+
+def test_gradcheck_reports_mismatch_like_torch():
+    x = rand((2,), 14).requires_grad_()
+    with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        torch.autograd.gradcheck(BadExp.apply, (x,))
+
+    def apply_bad(h):
+        out = (c_void_p * 1)()
+        ct.check_int(lib.ct_function_apply(ctypes.byref(BAD), arr(h), 1, out, 1))
+        return out[0]
+    cb = fn(apply_bad)
+    ct.clear_error()
+    assert lib.ct_gradcheck(cb, arr(leaf(x)), 1, None, 1e-6, 1e-5, 1e-3) == 0
+    msg = ct.last_error()
+    assert "Jacobian mismatch for output 0 with respect to input 0" in msg
+    # the numbers in the message are the [0, 0] entries of torch's numerical and analytical Jacobians
+    m = re.search(r"at input element 0 and output element 0: numerical (\S+) vs analytical (\S+) ", msg)
+    assert m, msg
+    try:
+        torch.autograd.gradcheck(BadExp.apply, (x,))
+    except RuntimeError as e:
+        nums = [float(v) for v in re.findall(r"tensor\(\[\[\s*([-0-9.e]+)", str(e))]
+    # torch prints 4 digits: compare to the exact values at that precision
+    assert abs(float(m.group(1)) - np.exp(x[0].item())) < 1e-6 and abs(float(m.group(1)) - nums[0]) < 1e-4
+    assert abs(float(m.group(2)) - 2 * np.exp(x[0].item())) < 1e-9 and abs(float(m.group(2)) - nums[1]) < 1e-4
+    ct.clear_error()
+
+
+def test_gradcheck_multi_output():
+    def two(inputs, n, outputs, cap, ctx):
+        outputs[0] = lib.ct_mul(inputs[0], inputs[1])
+        outputs[1] = lib.ct_sin(inputs[0])
+        return 2
+    cb = FN_MULTI(two)
+    a, b = leaf(rand((2, 3), 15)), leaf(rand((3,), 16))
+    assert lib.ct_gradcheck_multi(cb, arr(a, b), 2, None, 1e-6, 1e-5, 1e-3) == 1
+
+
+# ------------------------------------------------------------------ graph
+def torch_tree(t):
+    """The text ct_graph_repr gives, computed from torch's grad_fn graph."""
+    lines, seen, keep = [], set(), []  # keep: ids stay unique while the wrappers live
+
+    def leaf_desc(fn):
+        v = fn.variable
+        return f" [{', '.join(str(s) for s in v.shape)}] {str(v.dtype).replace('torch.', '')}"
+
+    stack = [(t.grad_fn, 0)]
+    while stack:
+        fn, depth = stack.pop()
+        keep.append(fn)
+        name = type(fn).__name__
+        line = "  " * depth + name
+        if name == "AccumulateGrad":
+            line += leaf_desc(fn)
+        nxt = [f for f, _ in fn.next_functions if f is not None]
+        interior = len(fn.next_functions) > 0
+        if interior and id(fn) in seen:
+            lines.append(line + " (see above)")
+            continue
+        lines.append(line)
+        if interior:
+            seen.add(id(fn))
+        for f in reversed(nxt):
+            stack.append((f, depth + 1))
+    return "\n".join(lines) + "\n"
+
+
+def graph_repr(h):
+    n = ct.check_int(lib.ct_graph_repr(h, None, 0))
+    buf = ctypes.create_string_buffer(n + 1)
+    assert lib.ct_graph_repr(h, buf, n + 1) == n
+    return buf.value.decode()
+
+
+def test_graph_of_the_notes_example_matches_torch():
+    a = torch.tensor(2.0, requires_grad=True)
+    b = torch.tensor(43.0, requires_grad=True)
+    c = (a * b) - ((b / a) + b)
+    ah, bh = leaf(a), leaf(b)
+    ch = lib.ct_sub(lib.ct_mul(ah, bh), lib.ct_add(lib.ct_div(bh, ah), bh))
+    assert graph_repr(ch) == torch_tree(c)
+    c.backward()
+    ct.check_int(lib.ct_backward(ch, None))
+    ct.assert_close(lib.ct_grad(ah), a.grad)
+    ct.assert_close(lib.ct_grad(bh), b.grad)
+
+
+def test_graph_shared_and_scalar_edges_match_torch():
+    x = rand((2, 3), 17).requires_grad_()
+    y = torch.sin(x)
+    z = (y * y + torch.exp(y)) * 2.0
+    xh = leaf(x)
+    yh = lib.ct_sin(xh)
+    zh = lib.ct_mul_scalar(lib.ct_add(lib.ct_mul(yh, yh), lib.ct_exp(yh)), 2.0)
+    assert graph_repr(zh) == torch_tree(z)
+
+
+def test_graph_of_custom_function():
+    x = torch.tensor([0.5, 1.0], dtype=torch.float64, requires_grad=True)
+    y = Exp.apply(x) * x
+    xh = leaf(x)
+    yh = lib.ct_mul(apply_exp(xh), xh)
+    assert graph_repr(yh) == torch_tree(y)
+
+
+def test_graph_dot_structure():
+    a = leaf(torch.tensor(2.0))
+    b = leaf(torch.tensor(43.0))
+    c = lib.ct_sub(lib.ct_mul(a, b), lib.ct_add(lib.ct_div(b, a), b))
+    n = ct.check_int(lib.ct_graph_dot(c, None, 0))
+    buf = ctypes.create_string_buffer(n + 1)
+    lib.ct_graph_dot(c, buf, n + 1)
+    dot = buf.value.decode()
+    assert dot.startswith("digraph") and dot.rstrip().endswith("}")
+    edges = [ln.strip().rstrip(";") for ln in dot.splitlines() if "->" in ln]
+    assert len(edges) == 9
+    labels = {ln.split()[0]: ln.split('label="')[1].split('"')[0] for ln in dot.splitlines() if 'label="' in ln}
+    names = sorted(v.split("\\n")[0] for k, v in labels.items() if k != "out")
+    assert names == sorted(["SubBackward0", "MulBackward0", "AddBackward0", "DivBackward0",
+                            "AccumulateGrad", "AccumulateGrad"])

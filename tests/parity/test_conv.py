@@ -1,0 +1,420 @@
+"""Parity of conv1d, conv2d, max_pool2d, avg_pool2d and adaptive_avg_pool2d with
+PyTorch: values (several shapes, strides, paddings, dilations, groups, layouts,
+dtypes, unbatched and empty inputs, NaN), errors, meta shapes, and gradients in
+float64 against torch's (first and second order) plus finite differences."""
+import ctypes
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import CT, I64P, T, TP, c_bool, c_int, c_int64, lib  # noqa: E402
+
+Fn = torch.nn.functional
+ct.declare("ct_conv1d", T, [CT, CT, CT, c_int64, c_int64, c_int64, c_int64])
+ct.declare("ct_conv2d", T, [CT, CT, CT, I64P, I64P, I64P, c_int64])
+ct.declare("ct_max_pool2d", T, [CT, I64P, I64P, I64P, I64P, c_bool])
+ct.declare("ct_max_pool2d_with_indices", T, [CT, I64P, I64P, I64P, I64P, c_bool, TP])
+ct.declare("ct_avg_pool2d", T, [CT, I64P, I64P, I64P, c_bool, c_bool, c_int64])
+ct.declare("ct_adaptive_avg_pool2d", T, [CT, I64P])
+ct.declare("ct_set_requires_grad", c_int, [T, c_bool])
+ct.declare("ct_requires_grad", c_bool, [CT])
+ct.declare("ct_autograd_grad", c_int, [TP, TP, c_int, TP, c_int, TP, c_bool, c_bool, c_bool])
+
+pytestmark = ct.requires("ct_conv2d", "ct_conv1d", "ct_max_pool2d", "ct_avg_pool2d", "ct_adaptive_avg_pool2d")
+
+GEN = torch.Generator().manual_seed(0)
+D = torch.float64
+F32 = torch.float32
+
+
+def rand(shape, dtype=F32):
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=GEN, dtype=D).to(dtype)
+    return torch.randint(-4, 5, shape, generator=GEN, dtype=torch.int64).to(dtype)
+
+
+def layout(t, kind):
+    if kind == "channels_last" and t.dim() == 4:
+        return t.contiguous(memory_format=torch.channels_last)
+    if kind == "sliced":
+        return torch.cat([t, t], -1)[..., ::2]
+    if kind == "transposed" and t.dim() >= 2:
+        return t.transpose(-1, -2).contiguous().transpose(-1, -2)
+    return t
+
+
+def pair(v):
+    return ct.i64(v if isinstance(v, (tuple, list)) else (v, v))
+
+
+def h(t):
+    return ct.from_torch(t) if t is not None else None
+
+
+def tol(dtype, k=1):
+    return {F32: dict(rtol=1e-4, atol=1e-4 * k), D: dict(rtol=1e-10, atol=1e-10 * k),
+            torch.bfloat16: dict(rtol=3e-2, atol=3e-2 * k), torch.float16: dict(rtol=1e-2, atol=1e-2 * k)}.get(
+        dtype, dict(rtol=0, atol=0))
+
+
+def ct_conv2d(x, w, b, stride=1, padding=0, dilation=1, groups=1):
+    return lib.ct_conv2d(x, w, b, pair(stride), pair(padding), pair(dilation), groups)
+
+
+def ct_conv1d(x, w, b, stride=1, padding=0, dilation=1, groups=1):
+    return lib.ct_conv1d(x, w, b, stride, padding, dilation, groups)
+
+
+def ct_max(x, k, s=None, p=0, d=1, ceil=False):
+    return lib.ct_max_pool2d(x, pair(k), pair(s) if s is not None else None, pair(p), pair(d), ceil)
+
+
+def ct_avg(x, k, s=None, p=0, ceil=False, cip=True, div=None):
+    return lib.ct_avg_pool2d(x, pair(k), pair(s) if s is not None else None, pair(p), ceil, cip, div or 0)
+
+
+def ct_aap(x, size):
+    return lib.ct_adaptive_avg_pool2d(x, pair(size))
+
+
+def torch_ref(fn, *ts):
+    """torch's value; float16 (no CPU conv/pool in torch 1.13) through float32."""
+    if any(isinstance(t, torch.Tensor) and t.dtype == torch.float16 for t in ts):
+        return fn(*[t.float() if isinstance(t, torch.Tensor) else t for t in ts]).half()
+    return fn(*ts)
+
+
+# ------------------------------------------------------------------ conv values
+CONV2D = [  # x shape, w shape, bias, stride, padding, dilation, groups
+    ((2, 3, 7, 6), (4, 3, 3, 3), True, 1, 0, 1, 1),
+    ((2, 3, 7, 6), (4, 3, 3, 3), True, 1, 1, 1, 1),
+    ((2, 3, 7, 6), (4, 3, 3, 2), False, (2, 1), (1, 0), 1, 1),
+    ((2, 3, 9, 8), (4, 3, 3, 3), True, 2, 2, 2, 1),
+    ((1, 4, 5, 5), (6, 2, 3, 3), True, 1, 1, 1, 2),
+    ((3, 6, 5, 4), (6, 1, 2, 2), True, 1, 0, 1, 6),
+    ((2, 8, 5, 5), (4, 8, 1, 1), True, 1, 0, 1, 1),
+    ((2, 8, 5, 5), (4, 8, 1, 1), False, 2, 0, 1, 1),
+    ((3, 7, 6), (4, 3, 3, 3), True, 1, 1, 1, 1),
+    ((0, 3, 5, 5), (4, 3, 3, 3), True, 1, 0, 1, 1),
+    ((1, 0, 5, 5), (4, 0, 3, 3), True, 1, 0, 1, 1),
+    ((2, 3, 4, 4), (4, 3, 4, 4), True, 1, 0, 1, 1),
+    ((4, 32, 12, 12), (16, 32, 3, 3), True, 1, 1, 1, 1),
+    ((1, 2, 3, 3), (2, 2, 3, 3), False, 3, 1, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, D, torch.bfloat16, torch.float16, torch.int64])
+@pytest.mark.parametrize("lay", ["contig", "channels_last", "sliced"])
+def test_conv2d(dtype, lay):
+    for xs, ws, hb, s, p, d, g in CONV2D:
+        x, w = layout(rand(xs, dtype), lay), layout(rand(ws, dtype), lay)
+        b = rand((ws[0],), dtype) if hb else None
+        got = ct.check(ct_conv2d(h(x), h(w), h(b), s, p, d, g))
+        want = torch_ref(lambda x, w, b: Fn.conv2d(x, w, b, s, p, d, g), x, w, b)
+        if xs[1] == 0:  # torch 1.13 returns 0 output channels here: the sum over no input is 0 (+ bias)
+            want = torch.zeros(want.shape[:1] + (ws[0],) + want.shape[2:], dtype=dtype)
+            if b is not None:
+                want += b.view(-1, 1, 1)
+        k = ws[1] * ws[2] * ws[3]
+        ct.assert_close(got, want, what=f"conv2d {xs} {ws} s{s} p{p} d{d} g{g} {dtype}: ", **tol(dtype, k))
+
+
+CONV1D = [((2, 3, 9), (4, 3, 3), True, 1, 0, 1, 1), ((2, 3, 9), (4, 3, 3), False, 2, 1, 2, 1),
+          ((1, 4, 7), (6, 2, 2), True, 1, 1, 1, 2), ((3, 7), (4, 3, 3), True, 1, 1, 1, 1),
+          ((2, 4, 5), (4, 4, 1), True, 1, 0, 1, 1), ((0, 3, 5), (2, 3, 3), True, 1, 0, 1, 1)]
+
+
+@pytest.mark.parametrize("dtype", [F32, D, torch.int64])
+def test_conv1d(dtype):
+    for xs, ws, hb, s, p, d, g in CONV1D:
+        x, w = layout(rand(xs, dtype), "sliced"), rand(ws, dtype)
+        b = rand((ws[0],), dtype) if hb else None
+        got = ct.check(ct_conv1d(h(x), h(w), h(b), s, p, d, g))
+        want = Fn.conv1d(x, w, b, s, p, d, g)
+        ct.assert_close(got, want, what=f"conv1d {xs} {ws}: ", **tol(dtype, ws[1] * ws[2]))
+
+
+def test_conv_nan_inf():
+    x = rand((1, 2, 4, 4))
+    x[0, 0, 1, 1] = float("nan")
+    x[0, 1, 2, 3] = float("inf")
+    w = rand((3, 2, 2, 2))
+    got = ct.check(ct_conv2d(h(x), h(w), None, 1, 0, 1, 1))
+    ct.assert_close(got, Fn.conv2d(x, w), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------ pooling values
+POOLS = [  # shape, kernel, stride, padding, dilation, ceil
+    ((2, 3, 7, 6), 2, None, 0, 1, False), ((2, 3, 7, 6), 3, 2, 1, 1, False), ((2, 3, 7, 6), 3, 2, 1, 1, True),
+    ((1, 2, 9, 9), (3, 2), (2, 3), (1, 1), 1, True), ((3, 7, 6), 2, 1, 0, 1, False), ((2, 2, 5, 5), 2, 2, 0, 1, True),
+    ((0, 2, 5, 5), 2, None, 0, 1, False), ((1, 1, 8, 8), 3, 1, 1, 2, False), ((1, 1, 8, 8), 2, 3, 1, (2, 3), True),
+    ((2, 4, 1, 1), 1, None, 0, 1, False),
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, D, torch.bfloat16])
+@pytest.mark.parametrize("lay", ["contig", "channels_last", "sliced"])
+def test_max_pool2d(dtype, lay):
+    for xs, k, s, p, d, c in POOLS:
+        x = layout(rand(xs, dtype), lay)
+        want, widx = Fn.max_pool2d(x, k, s, p, d, c, return_indices=True)
+        idx = (ctypes.c_void_p * 1)()
+        got = ct.check(lib.ct_max_pool2d_with_indices(h(x), pair(k), pair(s) if s is not None else None, pair(p),
+                                                      pair(d), c, idx))
+        ct.assert_close(got, want, what=f"max_pool2d {xs} k{k} s{s} p{p} d{d} c{c}: ")
+        ct.assert_close(idx[0], widx, what=f"max_pool2d indices {xs} k{k}: ")
+        ct.assert_close(ct.check(ct_max(h(x), k, s, p, d, c)), want)
+
+
+def test_max_pool2d_nan_ties():
+    x = torch.tensor([[[[1.0, 1.0, float("nan"), 2.0], [3.0, float("nan"), 0.0, 0.0], [1.0, 1.0, 1.0, 1.0],
+                        [-float("inf"), -float("inf"), 5.0, 5.0]]]])
+    for k, s in [(2, 2), (3, 1), (2, 1)]:
+        want, widx = Fn.max_pool2d(x, k, s, return_indices=True)
+        idx = (ctypes.c_void_p * 1)()
+        got = ct.check(lib.ct_max_pool2d_with_indices(h(x), pair(k), pair(s), pair(0), pair(1), False, idx))
+        ct.assert_close(got, want)
+        ct.assert_close(idx[0], widx)
+
+
+@pytest.mark.parametrize("dtype", [F32, D, torch.bfloat16, torch.int64])
+@pytest.mark.parametrize("lay", ["contig", "sliced"])
+def test_avg_pool2d(dtype, lay):
+    for xs, k, s, p, _, c in POOLS:
+        x = layout(rand(xs, dtype), lay)
+        for cip in (True, False):
+            for div in (None, 3):
+                if dtype == torch.int64 and div is None and not cip:
+                    pass
+                want = Fn.avg_pool2d(x, k, s, p, c, cip, div)
+                got = ct.check(ct_avg(h(x), k, s, p, c, cip, div))
+                ct.assert_close(got, want, what=f"avg_pool2d {xs} k{k} s{s} p{p} c{c} cip{cip} div{div}: ",
+                                **tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [F32, D, torch.bfloat16])
+def test_adaptive_avg_pool2d(dtype):
+    for xs, o in [((2, 3, 7, 6), (3, 2)), ((2, 3, 7, 6), (7, 6)), ((2, 3, 5, 5), (1, 1)), ((3, 5, 7), (4, 3)),
+                  ((3, 5, 7), (10, 9)), ((0, 2, 4, 4), (2, 2)), ((1, 5, 7), (0, 0)), ((2, 2, 4, 4), (1, 3))]:
+        x = layout(rand(xs, dtype), "sliced")
+        got = ct.check(ct_aap(h(x), o))
+        ct.assert_close(got, Fn.adaptive_avg_pool2d(x, o), what=f"adaptive {xs} {o}: ", **tol(dtype))
+
+
+# ------------------------------------------------------------------ errors
+def err(cfn, tfn, what):
+    want = ct.torch_error(tfn)
+    assert want is not None, f"{what}: torch does not fail"
+    ct.clear_error()
+    ct.assert_error(cfn(), want, what=f"{what}: ")
+
+
+def z(*shape, dtype=F32):
+    return torch.zeros(shape, dtype=dtype)
+
+
+def test_conv_errors():
+    cases = [
+        ((1, 3, 5, 5), (4, 3, 3), None, 1, 0, 1, 1, F32),
+        ((3, 5), (4, 3, 3, 3), None, 1, 0, 1, 1, F32),
+        ((1, 1, 3, 5, 5), (4, 3, 3, 3), None, 1, 0, 1, 1, F32),
+        ((1, 2, 5, 5), (4, 3, 3, 3), None, 1, 0, 1, 1, F32),
+        ((2, 5, 5), (4, 3, 3, 3), None, 1, 0, 1, 1, F32),
+        ((1, 6, 5, 5), (3, 3, 3, 3), None, 1, 0, 1, 2, F32),
+        ((1, 6, 5, 5), (3, 3, 3, 3), None, 1, 0, 1, 0, F32),
+        ((1, 3, 2, 2), (4, 3, 3, 3), None, 1, 0, 1, 1, F32),
+        ((1, 3, 5, 5), (4, 3, 3, 3), None, 1, 0, 3, 1, F32),
+        ((1, 3, 5, 5), (4, 3, 3, 3), None, 0, 0, 1, 1, F32),
+        ((1, 3, 5, 5), (4, 3, 3, 3), None, 1, -1, 1, 1, F32),
+        ((1, 3, 5, 5), (4, 3, 3, 3), None, 1, 0, 0, 1, F32),
+        ((1, 3, 5, 5), (4, 3, 3, 3), (3,), 1, 0, 1, 1, F32),
+        ((1, 3, 5, 5), (0, 3, 3, 3), None, 1, 0, 1, 1, F32),
+        ((1, 3, 5, 5), (4, 3, 0, 3), None, 1, 0, 1, 1, F32),
+        ((1, 3, 5, 5), (4, 3, 3, 3), None, 1, 0, 1, 1, torch.bool),
+    ]
+    for xs, ws, bs, s, p, d, g, dt in cases:
+        x, w = z(*xs, dtype=dt), z(*ws, dtype=dt)
+        b = z(*bs, dtype=dt) if bs else None
+        err(lambda: ct_conv2d(h(x), h(w), h(b), s, p, d, g), lambda: Fn.conv2d(x, w, b, s, p, d, g), f"conv2d {xs} {ws}")
+    x, w = z(1, 3, 5, 5), z(4, 3, 3, 3, dtype=D)
+    err(lambda: ct_conv2d(h(x), h(w), None), lambda: Fn.conv2d(x, w), "conv2d dtype")
+    w, b = z(4, 3, 3, 3), z(4, dtype=D)
+    err(lambda: ct_conv2d(h(x), h(w), h(b)), lambda: Fn.conv2d(x, w, b), "conv2d bias dtype")
+    for xs, ws in [((1, 3, 5), (4, 3, 3, 3)), ((1, 1, 3, 5), (4, 3, 3)), ((1, 2, 5), (4, 3, 3)), ((1, 3, 2), (4, 3, 3)),
+                   ((3, 2), (4, 3, 3))]:
+        x, w = z(*xs), z(*ws)
+        err(lambda: ct_conv1d(h(x), h(w), None), lambda: Fn.conv1d(x, w), f"conv1d {xs} {ws}")
+
+
+def test_pool_errors():
+    for xs, k, s, p, d, dt in [((1, 3, 5, 5), 0, None, 0, 1, F32), ((1, 3, 5, 5), 2, 0, 0, 1, F32),
+                               ((1, 3, 5, 5), 2, 2, 2, 1, F32), ((1, 3, 5, 5), 2, 2, 0, 0, F32),
+                               ((1, 3, 1, 1), 2, None, 0, 1, F32), ((5, 5), 2, None, 0, 1, F32),
+                               ((1, 1, 1, 5, 5), 2, None, 0, 1, F32), ((1, 1, 5, 5), 2, None, 0, 1, torch.int64),
+                               ((1, 0, 5, 5), 2, None, 0, 1, F32), ((1, 2, 0, 5), 2, None, 0, 1, F32),
+                               ((1, 3, 5, 5), 2, -1, 0, 1, F32), ((1, 3, 5, 5), 2, 1, -1, 1, F32)]:
+        x = z(*xs, dtype=dt)
+        err(lambda: ct_max(h(x), k, s, p, d), lambda: Fn.max_pool2d(x, k, s, p, d), f"max_pool2d {xs} k{k}")
+    for xs, k, s, p, dt in [((1, 3, 5, 5), 0, None, 0, F32), ((1, 3, 5, 5), 2, 0, 0, F32),
+                            ((1, 3, 5, 5), 2, 2, 2, F32), ((1, 3, 1, 1), 2, None, 0, F32), ((5, 5), 2, None, 0, F32),
+                            ((5,), 2, None, 0, F32), ((1, 1, 1, 5, 5), 2, None, 0, F32), ((1, 0, 5, 5), 2, None, 0, F32),
+                            ((1, 2, 0, 5), 2, None, 0, F32)]:
+        x = z(*xs, dtype=dt)
+        err(lambda: ct_avg(h(x), k, s, p), lambda: Fn.avg_pool2d(x, k, s, p), f"avg_pool2d {xs} k{k}")
+    for xs, o, dt in [((5, 5), 2, F32), ((1, 5, 5), -1, F32), ((1, 0, 5), 2, F32), ((1, 4, 5), 2, torch.int64),
+                      ((1, 1, 1, 4, 5), 2, F32)]:
+        x = z(*xs, dtype=dt)
+        err(lambda: ct_aap(h(x), o), lambda: Fn.adaptive_avg_pool2d(x, o), f"adaptive {xs} {o}")
+
+
+# ------------------------------------------------------------------ meta
+def meta(t):
+    return ct.check(lib.ct_empty_on(ct.i64(t.shape), t.dim(), ct.ct_dtype_of_torch(t.dtype), ct.CT_META))
+
+
+def test_meta_shapes():
+    for xs, ws, hb, s, p, d, g in CONV2D:
+        x, w = z(*xs), z(*ws)
+        b = z(ws[0]) if hb else None
+        got = ct.check(ct_conv2d(meta(x), meta(w), meta(b) if b is not None else None, s, p, d, g))
+        assert lib.ct_device_of(got) == ct.CT_META
+        want = tuple(Fn.conv2d(x, w, b, s, p, d, g).shape)
+        if xs[1] == 0:
+            want = want[:1] + (ws[0],) + want[2:]
+        assert ct.shape(got) == want
+    for xs, k, s, p, d, c in POOLS:
+        x = z(*xs)
+        assert ct.shape(ct.check(ct_max(meta(x), k, s, p, d, c))) == tuple(Fn.max_pool2d(x, k, s, p, d, c).shape)
+        assert ct.shape(ct.check(ct_avg(meta(x), k, s, p, c))) == tuple(Fn.avg_pool2d(x, k, s, p, c).shape)
+    assert ct.shape(ct.check(ct_aap(meta(z(2, 3, 7, 6)), (3, 2)))) == (2, 3, 3, 2)
+    ct.clear_error()
+    ct.assert_error(ct_conv2d(meta(z(1, 2, 5, 5)), meta(z(4, 3, 3, 3)), None),
+                    "expected input[1, 2, 5, 5] to have 3 channels, but got 2 channels instead")
+
+
+# ------------------------------------------------------------------ gradients
+def leaf(t):
+    hh = ct.from_torch(t.detach())
+    ct.check_int(lib.ct_set_requires_grad(hh, True))
+    return hh
+
+
+def grads_of(h_out, hs, g):
+    n = len(hs)
+    outs = (ctypes.c_void_p * 1)(h_out)
+    gos = (ctypes.c_void_p * 1)(ct.from_torch(g))
+    ins = (ctypes.c_void_p * n)(*hs)
+    res = (ctypes.c_void_p * n)()
+    ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, n, res, True, True, True))
+    return [res[k] for k in range(n)]
+
+
+def check_grads(cfn, tfn, tensors, what, second=True):
+    hs = [leaf(t) if t is not None else None for t in tensors]
+    tt = [t.detach().requires_grad_(True) if t is not None else None for t in tensors]
+    out = tfn(*tt)
+    hout = ct.check(cfn(*hs))
+    ct.assert_close(hout, out.detach(), rtol=1e-10, atol=1e-10, what=f"{what} forward: ")
+    g = torch.randn(out.shape, generator=GEN, dtype=D)
+    used = [k for k, t in enumerate(tt) if t is not None]
+    tg = torch.autograd.grad(out, [tt[k] for k in used], g, create_graph=True)
+    cg = grads_of(hout, [hs[k] for k in used], g)
+    for k, want, got in zip(used, tg, cg):
+        assert got, f"{what}: no gradient for input {k}"
+        ct.assert_close(got, want.detach(), rtol=1e-9, atol=1e-9, what=f"{what} grad {k}: ")
+    if not second:
+        return
+    for k, want, got in zip(used, tg, cg):
+        if not want.requires_grad:
+            continue
+        v = torch.randn(want.shape, generator=GEN, dtype=D)
+        tgg = torch.autograd.grad(want, [tt[j] for j in used], v, retain_graph=True, allow_unused=True)
+        if not lib.ct_requires_grad(got):  # constant in the inputs (torch may still give it a node)
+            assert all(w2 is None or float(w2.abs().max()) == 0 for w2 in tgg), f"grad {k} should depend on inputs"
+            continue
+        cgg = grads_of(got, [hs[j] for j in used], v)
+        for j, w2, g2 in zip(used, tgg, cgg):
+            if w2 is None:
+                assert not g2 or float(ct.to_torch(g2).abs().max()) == 0, f"{what}: grad2 {k}->{j} should be 0"
+                continue
+            if not g2:
+                assert float(w2.abs().max()) == 0, f"{what}: missing second-order grad {k}->{j}"
+                continue
+            ct.assert_close(g2, w2.detach(), rtol=1e-9, atol=1e-9, what=f"{what} grad2 {k}->{j}: ")
+
+
+GRAD = pytest.mark.skipif(not ct.has("ct_autograd_grad", "ct_set_requires_grad"), reason="no autograd")
+
+
+@GRAD
+@pytest.mark.parametrize("case", range(len(CONV2D) - 3))
+def test_conv2d_grads(case):
+    xs, ws, hb, s, p, d, g = CONV2D[case]
+    if 0 in xs or 0 in ws:
+        return
+    x, w = layout(rand(xs, D), "sliced"), rand(ws, D)
+    b = rand((ws[0],), D) if hb else None
+    check_grads(lambda x, w, b: ct_conv2d(x, w, b, s, p, d, g), lambda x, w, b: Fn.conv2d(x, w, b, s, p, d, g),
+                [x, w, b], f"conv2d {xs} {ws}")
+
+
+@GRAD
+def test_conv1d_grads():
+    for xs, ws, hb, s, p, d, g in CONV1D:
+        if 0 in xs:
+            continue
+        x, w = rand(xs, D), rand(ws, D)
+        b = rand((ws[0],), D) if hb else None
+        check_grads(lambda x, w, b: ct_conv1d(x, w, b, s, p, d, g), lambda x, w, b: Fn.conv1d(x, w, b, s, p, d, g),
+                    [x, w, b], f"conv1d {xs} {ws}")
+
+
+@GRAD
+def test_pool_grads():
+    for xs, k, s, p, d, c in POOLS:
+        if 0 in xs:
+            continue
+        x = layout(rand(xs, D), "sliced")
+        check_grads(lambda x: ct_max(x, k, s, p, d, c), lambda x: Fn.max_pool2d(x, k, s, p, d, c), [x],
+                    f"max_pool2d {xs} k{k}")
+        for cip in (True, False):
+            check_grads(lambda x: ct_avg(x, k, s, p, c, cip), lambda x: Fn.avg_pool2d(x, k, s, p, c, cip), [x],
+                        f"avg_pool2d {xs} k{k} cip{cip}")
+        check_grads(lambda x: ct_avg(x, k, s, p, c, True, 5), lambda x: Fn.avg_pool2d(x, k, s, p, c, True, 5), [x],
+                    f"avg_pool2d {xs} k{k} div5")
+    for xs, o in [((2, 3, 7, 6), (3, 2)), ((3, 5, 7), (4, 3)), ((1, 2, 3, 3), (5, 4))]:
+        x = rand(xs, D)
+        check_grads(lambda x: ct_aap(x, o), lambda x: Fn.adaptive_avg_pool2d(x, o), [x], f"adaptive {xs} {o}")
+
+
+@GRAD
+def test_finite_differences():
+    """<op(x), g> by central differences against ctorch's gradient, float64."""
+    cases = [
+        (lambda x, w, b: ct_conv2d(x, w, b, 2, 1, 1, 1), [rand((1, 2, 4, 4), D), rand((2, 2, 3, 3), D), rand((2,), D)]),
+        (lambda x, w, b: ct_conv1d(x, w, b, 1, 1, 2, 2), [rand((1, 2, 6), D), rand((2, 1, 2), D), rand((2,), D)]),
+        (lambda x: ct_max(x, 2, 1, 1, 1, True), [rand((1, 1, 4, 4), D)]),
+        (lambda x: ct_avg(x, 3, 2, 1, True, False), [rand((1, 1, 5, 4), D)]),
+        (lambda x: ct_aap(x, (3, 2)), [rand((1, 4, 5), D)]),
+    ]
+    eps = 1e-6
+    for fn, ts in cases:
+        hs = [leaf(t) for t in ts]
+        out = ct.check(fn(*hs))
+        g = torch.randn(ct.shape(out), generator=GEN, dtype=D)
+        cg = grads_of(out, hs, g)
+        for k, t in enumerate(ts):
+            got = ct.to_torch(cg[k]).reshape(-1)
+            for i in range(t.numel()):
+                vals = []
+                for sgn in (1, -1):
+                    p = t.clone()
+                    p.view(-1)[i] += sgn * eps
+                    args = [ct.from_torch(p) if j == k else ct.from_torch(ts[j]) for j in range(len(ts))]
+                    vals.append(float((ct.to_torch(ct.check(fn(*args))) * g).sum()))
+                num = (vals[0] - vals[1]) / (2 * eps)
+                assert math.isclose(num, float(got[i]), rel_tol=1e-5, abs_tol=1e-6), f"fd input {k}[{i}]"

@@ -1,0 +1,564 @@
+"""Parity with PyTorch: neural-network functions (losses, normalisations, dropout,
+activations): forward values, gradients wrt every differentiable input (the fused
+first-order path and the create_graph path), double backward, reductions,
+ignore_index, weights, label smoothing, non-contiguous inputs, dtypes, errors,
+meta shapes. Expected values come from torch."""
+import ctypes
+from ctypes import POINTER, c_bool, c_double, c_int, c_int64, c_void_p
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as Fn  # noqa: E402
+import ctorch_ffi as ct  # noqa: E402
+
+lib = ct.lib
+T = CT = c_void_p
+TP = POINTER(c_void_p)
+I64P = POINTER(c_int64)
+
+ct.declare("ct_cross_entropy", T, [CT, CT, CT, c_int, c_int64, c_double])
+ct.declare("ct_nll_loss", T, [CT, CT, CT, c_int, c_int64])
+ct.declare("ct_mse_loss", T, [CT, CT, c_int])
+ct.declare("ct_l1_loss", T, [CT, CT, c_int])
+ct.declare("ct_smooth_l1_loss", T, [CT, CT, c_int, c_double])
+ct.declare("ct_binary_cross_entropy", T, [CT, CT, CT, c_int])
+ct.declare("ct_binary_cross_entropy_with_logits", T, [CT, CT, CT, CT, c_int])
+ct.declare("ct_dropout", T, [CT, c_double, c_bool])
+ct.declare("ct_layer_norm", T, [CT, I64P, c_int, CT, CT, c_double])
+ct.declare("ct_batch_norm", T, [CT, T, T, CT, CT, c_bool, c_double, c_double])
+ct.declare("ct_hardtanh", T, [CT, c_double, c_double])
+ct.declare("ct_relu6", T, [CT])
+ct.declare("ct_leaky_relu", T, [CT, c_double])
+ct.declare("ct_elu", T, [CT, c_double])
+ct.declare("ct_set_requires_grad", c_int, [T, c_bool])
+ct.declare("ct_grad_fn_name", ctypes.c_char_p, [CT])
+ct.declare("ct_autograd_grad", c_int, [TP, TP, c_int, TP, c_int, TP, c_bool, c_bool, c_bool])
+ct.declare("ct_manual_seed", None, [ctypes.c_uint64])
+ct.declare("ct_mul", T, [CT, CT])
+ct.declare("ct_sum", T, [CT])
+ct.declare("ct_backward", c_int, [T, CT])
+ct.declare("ct_grad", T, [CT])
+
+GEN = torch.Generator().manual_seed(4321)
+F32, F64, F16, BF16 = torch.float32, torch.float64, torch.float16, torch.bfloat16
+RED = {"none": 0, "mean": 1, "sum": 2}
+TOL = {F64: 1e-10, F32: 1e-5, F16: 3e-3, BF16: 3e-2}
+
+
+def randn(*shape, dtype=F64):
+    return torch.randn(shape, generator=GEN, dtype=F64).to(dtype)
+
+
+def opt(h):
+    return h if h is not None else None
+
+
+def ctt(t):
+    return None if t is None else ct.from_torch(t.detach())
+
+
+def leaf(t):
+    h = ct.from_torch(t.detach())
+    ct.check_int(lib.ct_set_requires_grad(h, True))
+    return h
+
+
+def grads(h_out, h_ins, g, create_graph):
+    outs = (c_void_p * 1)(h_out)
+    gos = (c_void_p * 1)(ct.from_torch(g))
+    n = len(h_ins)
+    ins = (c_void_p * n)(*h_ins)
+    res = (c_void_p * n)()
+    ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, n, res, True, create_graph, True))
+    return [res[k] for k in range(n)]
+
+
+def layouts(t):
+    """contiguous, transposed (dims 0 and -1 swapped twice), sliced copies of t's values"""
+    yield "contig", t
+    if t.dim() >= 2:
+        yield "transposed", t.transpose(0, -1).contiguous().transpose(0, -1)
+    big = torch.zeros(t.shape[:-1] + (2 * t.shape[-1],), dtype=t.dtype) if t.dim() else None
+    if big is not None:
+        big[..., ::2] = t
+        yield "sliced", big[..., ::2]
+
+
+def check_fn(cfn, tfn, inputs, diff, what, rtol=1e-10, second=True):
+    """inputs: list of torch tensors (float64); diff: which indices are differentiable.
+    Compares forward, first-order gradients (fused and create_graph) and double backward."""
+    tins = [x.detach().clone().requires_grad_(k in diff) if x is not None and x.is_floating_point() else x
+            for k, x in enumerate(inputs)]
+    hins = [None if x is None else (leaf(x) if k in diff else ct.from_torch(x)) for k, x in enumerate(inputs)]
+    out = tfn(*tins)
+    ho = ct.check(cfn(*hins))
+    ct.assert_close(ho, out.detach(), rtol=rtol, atol=rtol, what=f"{what} forward: ")
+    if not diff:
+        return
+    g = torch.randn(out.shape, generator=GEN, dtype=out.dtype)
+    tg = torch.autograd.grad(out, [tins[k] for k in diff], g, create_graph=True, allow_unused=True)
+    for cg_flag in (False, True):
+        cg = grads(ho, [hins[k] for k in diff], g, cg_flag)
+        for j, k in enumerate(diff):
+            if tg[j] is None:
+                continue
+            assert cg[j], f"{what}: no gradient for input {k} (create_graph={cg_flag})"
+            ct.assert_close(cg[j], tg[j].detach(), rtol=rtol, atol=rtol,
+                            what=f"{what} grad[{k}] create_graph={cg_flag}: ")
+    if not second:
+        return
+    # double backward: d/d inputs of sum(grad_x * v)
+    k0 = diff[0]
+    if tg[0] is None or not tg[0].requires_grad:
+        return
+    v = torch.randn(tg[0].shape, generator=GEN, dtype=tg[0].dtype)
+    tgg = torch.autograd.grad(tg[0], [tins[k] for k in diff], v, allow_unused=True)
+    cg = grads(ho, [hins[k0]], g, True)[0]
+    outs = (c_void_p * 1)(cg)
+    gos = (c_void_p * 1)(ct.from_torch(v))
+    n = len(diff)
+    ins = (c_void_p * n)(*[hins[k] for k in diff])
+    res = (c_void_p * n)()
+    ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, n, res, True, False, True))
+    for j, k in enumerate(diff):
+        if tgg[j] is None:
+            assert not res[j] or float(ct.to_torch(res[j]).abs().max()) < 1e-12
+            continue
+        if not res[j]:
+            assert float(tgg[j].abs().max()) < 1e-12, f"{what}: no second-order gradient for input {k}"
+            continue
+        ct.assert_close(res[j], tgg[j], rtol=1e-8, atol=1e-8, what=f"{what} grad2[{k}]: ")
+
+
+def error_of(fn):
+    ct.clear_error()
+    h = fn()
+    assert not h, "expected a failure"
+    return ct.last_error()
+
+
+# ------------------------------------------------------------------ cross_entropy / nll_loss
+
+CLS_SHAPES = [(5, 7), (7,), (3, 4, 5), (2, 3, 4, 2)]
+
+
+def class_targets(shape, ignore=None):
+    C = shape[1] if len(shape) > 1 else shape[0]
+    tshape = (shape[0],) + shape[2:] if len(shape) > 1 else ()
+    t = torch.randint(0, C, tshape, generator=GEN)
+    if ignore is not None and t.dim() > 0:
+        t.view(-1)[::3] = ignore
+    return t, C
+
+
+@pytest.mark.parametrize("shape", CLS_SHAPES)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_cross_entropy_indices(shape, reduction):
+    for use_w in (False, True):
+        for ignore in (-100, 1):
+            for eps in (0.0, 0.2):
+                t, C = class_targets(shape, ignore if ignore >= 0 else None)
+                w = torch.rand(C, generator=GEN, dtype=F64) + 0.5 if use_w else None
+                for lay, x in layouts(randn(*shape)):
+                    what = f"ce {shape} {reduction} w={use_w} ignore={ignore} eps={eps} {lay}"
+                    check_fn(lambda hx, ht, hw: lib.ct_cross_entropy(hx, ht, hw, RED[reduction], ignore, eps),
+                             lambda tx, tt, tw: Fn.cross_entropy(tx, tt, weight=tw, reduction=reduction,
+                                                                 ignore_index=ignore, label_smoothing=eps),
+                             [x, t, w], [0], what)
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (7,), (3, 4, 5)])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_cross_entropy_probabilities(shape, reduction):
+    for use_w in (False, True):
+        for eps in (0.0, 0.3):
+            C = shape[1] if len(shape) > 1 else shape[0]
+            cls = 1 if len(shape) > 1 else 0
+            p = torch.softmax(randn(*shape), cls)
+            w = torch.rand(C, generator=GEN, dtype=F64) + 0.5 if use_w else None
+            x = randn(*shape)
+            what = f"ce prob {shape} {reduction} w={use_w} eps={eps}"
+            check_fn(lambda hx, ht, hw: lib.ct_cross_entropy(hx, ht, hw, RED[reduction], -100, eps),
+                     lambda tx, tt, tw: Fn.cross_entropy(tx, tt, weight=tw, reduction=reduction, label_smoothing=eps),
+                     [x, p, w], [0, 1], what, second=False)
+            check_fn(lambda hx, ht, hw: lib.ct_cross_entropy(hx, ht, hw, RED[reduction], -100, eps),
+                     lambda tx, tt, tw: Fn.cross_entropy(tx, tt, weight=tw, reduction=reduction, label_smoothing=eps),
+                     [x, p, w], [0], what)
+
+
+@pytest.mark.parametrize("shape", CLS_SHAPES)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_nll_loss(shape, reduction):
+    for use_w in (False, True):
+        for ignore in (-100, 2):
+            t, C = class_targets(shape, ignore if ignore >= 0 else None)
+            w = torch.rand(C, generator=GEN, dtype=F64) + 0.5 if use_w else None
+            for lay, x in layouts(randn(*shape)):
+                what = f"nll {shape} {reduction} w={use_w} ignore={ignore} {lay}"
+                check_fn(lambda hx, ht, hw: lib.ct_nll_loss(hx, ht, hw, RED[reduction], ignore),
+                         lambda tx, tt, tw: Fn.nll_loss(tx, tt, weight=tw, reduction=reduction, ignore_index=ignore),
+                         [x, t, w], [0], what)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_class_losses_dtypes(dtype):
+    x = randn(6, 5, dtype=dtype)
+    t, _ = class_targets((6, 5))
+    for reduction in RED:
+        for name in ("ce", "nll"):
+            hx = leaf(x) if dtype != F16 or True else None
+            tx = x.float().detach().requires_grad_(True)
+            if name == "ce":
+                ho = ct.check(lib.ct_cross_entropy(hx, ct.from_torch(t), None, RED[reduction], -100, 0.1))
+                out = Fn.cross_entropy(tx, t, reduction=reduction, label_smoothing=0.1)
+            else:
+                ho = ct.check(lib.ct_nll_loss(hx, ct.from_torch(t), None, RED[reduction], -100))
+                out = Fn.nll_loss(tx, t, reduction=reduction)
+            tol = TOL[dtype]
+            ct.assert_close(ho, out.detach().to(dtype), rtol=tol, atol=tol, what=f"{name} {dtype} {reduction}: ")
+            g = torch.randn(out.shape, generator=GEN).to(dtype)
+            (tg,) = torch.autograd.grad(out, [tx], g.float())
+            (cg,) = grads(ho, [hx], g, False)
+            ct.assert_close(cg, tg.to(dtype), rtol=tol, atol=tol, what=f"{name} {dtype} {reduction} grad: ")
+
+
+def test_class_losses_all_ignored_and_empty():
+    x = randn(3, 4)
+    t = torch.tensor([1, 1, 1])
+    for eps in (0.0, 0.1):
+        ho = ct.check(lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(t), None, 1, 1, eps))
+        ct.assert_close(ho, Fn.cross_entropy(x, t, ignore_index=1, label_smoothing=eps), equal_nan=True) \
+            if False else ct.assert_close(ho, Fn.cross_entropy(x, t, ignore_index=1, label_smoothing=eps))
+    ho = ct.check(lib.ct_nll_loss(ct.from_torch(x), ct.from_torch(t), None, 1, 1))
+    ct.assert_close(ho, Fn.nll_loss(x, t, ignore_index=1))
+    e = torch.zeros(0, 4, dtype=F64)
+    te = torch.zeros(0, dtype=torch.long)
+    for reduction in RED:
+        ho = ct.check(lib.ct_cross_entropy(ct.from_torch(e), ct.from_torch(te), None, RED[reduction], -100, 0.0))
+        ct.assert_close(ho, Fn.cross_entropy(e, te, reduction=reduction))
+
+
+def test_class_losses_extreme_logits():
+    x = torch.tensor([[1000.0, -1000.0, 0.0], [-float("inf"), 0.0, 1.0]], dtype=F64)
+    t = torch.tensor([0, 1])
+    ho = ct.check(lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(t), None, 0, -100, 0.0))
+    ct.assert_close(ho, Fn.cross_entropy(x, t, reduction="none"), rtol=1e-12, atol=1e-12)
+
+
+def test_class_loss_errors():
+    x = ct.from_torch(randn(3, 4))
+    cases = [
+        (lambda: lib.ct_nll_loss(x, ct.from_torch(torch.tensor([0, 1])), None, 1, -100),
+         "Expected input batch_size (3) to match target batch_size (2)."),
+        (lambda: lib.ct_nll_loss(x, ct.from_torch(torch.tensor([0, 1, 5])), None, 1, -100), "Target 5 is out of bounds."),
+        (lambda: lib.ct_cross_entropy(x, ct.from_torch(torch.tensor([0, 1, -3])), None, 1, -100, 0.0),
+         "Target -3 is out of bounds."),
+        (lambda: lib.ct_nll_loss(x, ct.from_torch(torch.tensor([0, 1, 2], dtype=torch.int32)), None, 1, -100),
+         "expected scalar type Long but found Int"),
+        (lambda: lib.ct_nll_loss(x, ct.from_torch(torch.tensor([0, 1, 2])), ct.from_torch(torch.ones(3)), 1, -100),
+         "weight tensor should be defined either for all 4 classes or no classes but got weight tensor of shape: [3]"),
+        (lambda: lib.ct_nll_loss(ct.from_torch(torch.randn(())), ct.from_torch(torch.tensor(0)), None, 1, -100),
+         "Expected 1 or more dimensions (got 0)"),
+        (lambda: lib.ct_nll_loss(ct.from_torch(torch.randn(2, 3, 4)), ct.from_torch(torch.zeros(2, 3, dtype=torch.long)),
+                                 None, 1, -100), "Expected target size [2, 4], got [2, 3]"),
+        (lambda: lib.ct_nll_loss(ct.from_torch(torch.randn(2, 3, 4, 5)), ct.from_torch(torch.zeros(2, 4, dtype=torch.long)),
+                                 None, 1, -100),
+         "only batches of spatial targets supported (3D tensors) but got targets of dimension: 2"),
+        (lambda: lib.ct_cross_entropy(x, ct.from_torch(torch.randn(3, 5)), None, 1, -100, 0.0),
+         "0D or 1D target tensor expected, multi-target not supported"),
+        (lambda: lib.ct_cross_entropy(x, ct.from_torch(torch.randn(3, 4)), None, 1, -100, 1.5),
+         "label_smoothing must be between 0.0 and 1.0. Got: 1.5"),
+        (lambda: lib.ct_cross_entropy(x, ct.from_torch(torch.randn(3, 4)), None, 1, 1, 0.0),
+         "ignore_index is not supported for floating point target"),
+        (lambda: lib.ct_nll_loss(x, ct.from_torch(torch.tensor([0, 1, 2])), None, 7, -100), "is not a valid value for reduction"),
+    ]
+    for fn, msg in cases:
+        err = error_of(fn)
+        assert err and msg in err, f"want {msg!r}, got {err!r}"
+
+
+def test_weight_not_differentiable():
+    x = leaf(randn(3, 4))
+    w = leaf(torch.rand(4, dtype=F64))
+    ho = ct.check(lib.ct_cross_entropy(x, ct.from_torch(torch.tensor([0, 1, 2])), w, 1, -100, 0.0))
+    outs = (c_void_p * 1)(ho)
+    ins = (c_void_p * 1)(w)
+    res = (c_void_p * 1)()
+    ct.clear_error()
+    assert lib.ct_autograd_grad(outs, None, 1, ins, 1, res, True, False, True) == -1
+    assert "the derivative for 'weight' is not implemented." in ct.last_error()
+
+
+# ------------------------------------------------------------------ pointwise losses
+
+PW = {
+    "mse": (lambda hx, hy, hw, hp, r, b: lib.ct_mse_loss(hx, hy, r), lambda x, y, w, p, r, b: Fn.mse_loss(x, y, reduction=r)),
+    "l1": (lambda hx, hy, hw, hp, r, b: lib.ct_l1_loss(hx, hy, r), lambda x, y, w, p, r, b: Fn.l1_loss(x, y, reduction=r)),
+    "smooth_l1": (lambda hx, hy, hw, hp, r, b: lib.ct_smooth_l1_loss(hx, hy, r, b),
+                  lambda x, y, w, p, r, b: Fn.smooth_l1_loss(x, y, reduction=r, beta=b)),
+    "bce": (lambda hx, hy, hw, hp, r, b: lib.ct_binary_cross_entropy(hx, hy, hw, r),
+            lambda x, y, w, p, r, b: Fn.binary_cross_entropy(x, y, weight=w, reduction=r)),
+    "bce_logits": (lambda hx, hy, hw, hp, r, b: lib.ct_binary_cross_entropy_with_logits(hx, hy, hw, hp, r),
+                   lambda x, y, w, p, r, b: Fn.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=p, reduction=r)),
+}
+
+
+@pytest.mark.parametrize("name", list(PW))
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_pointwise_losses(name, reduction):
+    cfn, tfn = PW[name]
+    for shape in [(4, 5), (7,), (2, 3, 4), ()]:
+        x = randn(*shape)
+        y = randn(*shape)
+        if name == "bce":
+            x = torch.rand(shape, generator=GEN, dtype=F64) * 0.9 + 0.05
+            y = torch.rand(shape, generator=GEN, dtype=F64)
+        if name == "bce_logits":
+            y = torch.rand(shape, generator=GEN, dtype=F64)
+        ws = [None]
+        if name in ("bce", "bce_logits") and shape:
+            ws.append(torch.rand(shape[-1:], generator=GEN, dtype=F64) + 0.5)
+        pws = [None]
+        if name == "bce_logits" and shape:
+            pws.append(torch.rand(shape[-1:], generator=GEN, dtype=F64) + 0.5)
+        betas = [1.0] if name != "smooth_l1" else [1.0, 0.5, 0.0]
+        for w in ws:
+            for pw in pws:
+                for beta in betas:
+                    for lay, xx in layouts(x):
+                        what = f"{name} {shape} {reduction} w={w is not None} pw={pw is not None} beta={beta} {lay}"
+                        second = name not in ("l1",) and not (name == "smooth_l1" and beta == 0)
+                        check_fn(lambda hx, hy, hw, hp: cfn(hx, hy, hw, hp, RED[reduction], beta),
+                                 lambda tx, ty, tw, tp: tfn(tx, ty, tw, tp, reduction, beta),
+                                 [xx, y, w, pw], [0, 1], what, second=second)
+
+
+def test_mse_broadcast_and_promotion():
+    x = randn(3, 4)
+    y = randn(4)
+    for reduction in RED:
+        check_fn(lambda hx, hy: lib.ct_mse_loss(hx, hy, RED[reduction]),
+                 lambda tx, ty: Fn.mse_loss(tx, ty, reduction=reduction), [x, y], [0, 1], f"mse bcast {reduction}")
+    x32 = randn(3, 4, dtype=F32)
+    ho = ct.check(lib.ct_mse_loss(ct.from_torch(x32), ct.from_torch(y), 1))
+    ct.assert_close(ho, Fn.mse_loss(x32, y), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_pointwise_dtypes(dtype):
+    x = (torch.rand(5, 6, generator=GEN) * 0.9 + 0.05).to(dtype)
+    y = torch.rand(5, 6, generator=GEN).to(dtype)
+    tol = TOL[dtype]
+    for name, (cfn, tfn) in PW.items():
+        for reduction in RED:
+            ho = ct.check(cfn(ct.from_torch(x), ct.from_torch(y), None, None, RED[reduction], 1.0))
+            want = tfn(x.float(), y.float(), None, None, reduction, 1.0).to(dtype)
+            ct.assert_close(ho, want, rtol=tol * 2, atol=tol * 2, what=f"{name} {dtype} {reduction}: ")
+
+
+def test_pointwise_errors():
+    x = ct.from_torch(torch.tensor([0.5, 1.5]))
+    y = ct.from_torch(torch.tensor([0.0, 1.0]))
+    cases = [
+        (lambda: lib.ct_binary_cross_entropy(x, y, None, 1), "all elements of input should be between 0 and 1"),
+        (lambda: lib.ct_binary_cross_entropy(ct.from_torch(torch.tensor([0.5, 0.5])), ct.from_torch(torch.ones(3)), None, 1),
+         "Using a target size (torch.Size([3])) that is different to the input size (torch.Size([2])) is deprecated"),
+        (lambda: lib.ct_binary_cross_entropy_with_logits(ct.from_torch(torch.randn(3)), ct.from_torch(torch.rand(4)),
+                                                         None, None, 1),
+         "Target size (torch.Size([4])) must be the same as input size (torch.Size([3]))"),
+        (lambda: lib.ct_smooth_l1_loss(y, y, 1, -1.0), "smooth_l1_loss does not support negative values for beta."),
+        (lambda: lib.ct_mse_loss(ct.from_torch(torch.randn(3)), ct.from_torch(torch.randn(4)), 1),
+         "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0"),
+    ]
+    for fn, msg in cases:
+        err = error_of(fn)
+        assert err and msg in err, f"want {msg!r}, got {err!r}"
+
+
+# ------------------------------------------------------------------ normalisation
+
+@pytest.mark.parametrize("shape,ns", [((4, 6), (6,)), ((2, 3, 5), (5,)), ((2, 3, 4), (3, 4)), ((6,), (6,))])
+def test_layer_norm(shape, ns):
+    for use_w in (False, True):
+        for use_b in (False, True):
+            w = randn(*ns) if use_w else None
+            b = randn(*ns) if use_b else None
+            for lay, x in layouts(randn(*shape)):
+                what = f"layer_norm {shape} {ns} w={use_w} b={use_b} {lay}"
+                diff = [0] + ([1] if use_w else []) + ([2] if use_b else [])
+                check_fn(lambda hx, hw, hb: lib.ct_layer_norm(hx, ct.i64(ns), len(ns), hw, hb, 1e-5),
+                         lambda tx, tw, tb: Fn.layer_norm(tx, ns, tw, tb, 1e-5), [x, w, b], diff, what, rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_layer_norm_dtypes(dtype):
+    x = randn(8, 16, dtype=dtype)
+    w = randn(16, dtype=dtype)
+    b = randn(16, dtype=dtype)
+    ho = ct.check(lib.ct_layer_norm(ct.from_torch(x), ct.i64([16]), 1, ct.from_torch(w), ct.from_torch(b), 1e-5))
+    want = Fn.layer_norm(x.float(), (16,), w.float(), b.float()).to(dtype)
+    ct.assert_close(ho, want, rtol=TOL[dtype] * 3, atol=TOL[dtype] * 3)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 2, 5), (2, 3, 4, 2)])
+def test_batch_norm_train(shape):
+    C = shape[1]
+    for use_w in (False, True):
+        for lay, x in layouts(randn(*shape)):
+            rm, rv = randn(C), torch.rand(C, generator=GEN, dtype=F64) + 0.5
+            w = randn(C) if use_w else None
+            b = randn(C) if use_w else None
+            hrm, hrv = ct.from_torch(rm), ct.from_torch(rv)
+            trm, trv = rm.clone(), rv.clone()
+            ho = ct.check(lib.ct_batch_norm(ct.from_torch(x), hrm, hrv, ctt(w), ctt(b), True, 0.1, 1e-5))
+            out = Fn.batch_norm(x, trm, trv, w, b, True, 0.1, 1e-5)
+            ct.assert_close(ho, out, rtol=1e-10, atol=1e-10, what=f"bn {shape} {lay}: ")
+            ct.assert_close(hrm, trm, rtol=1e-12, atol=1e-12, what="running_mean: ")
+            ct.assert_close(hrv, trv, rtol=1e-12, atol=1e-12, what="running_var: ")
+            diff = [0] + ([1, 2] if use_w else [])
+            check_fn(lambda hx, hw, hb: lib.ct_batch_norm(hx, None, None, hw, hb, True, 0.1, 1e-5),
+                     lambda tx, tw, tb: Fn.batch_norm(tx, None, None, tw, tb, True, 0.1, 1e-5),
+                     [x, w, b], diff, f"bn grads {shape} w={use_w} {lay}", rtol=1e-9)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 2, 5)])
+def test_batch_norm_eval(shape):
+    C = shape[1]
+    rm, rv = randn(C), torch.rand(C, generator=GEN, dtype=F64) + 0.5
+    w, b = randn(C), randn(C)
+    check_fn(lambda hx, hw, hb: lib.ct_batch_norm(hx, ct.from_torch(rm), ct.from_torch(rv), hw, hb, False, 0.1, 1e-5),
+             lambda tx, tw, tb: Fn.batch_norm(tx, rm, rv, tw, tb, False, 0.1, 1e-5),
+             [randn(*shape), w, b], [0, 1, 2], f"bn eval {shape}", rtol=1e-9)
+
+
+def test_batch_norm_float32_running_stats():
+    x = randn(8, 4, 3, dtype=F32)
+    rm, rv = torch.zeros(4), torch.ones(4)
+    hrm, hrv = ct.from_torch(rm), ct.from_torch(rv)
+    for _ in range(3):
+        ct.check(lib.ct_batch_norm(ct.from_torch(x), hrm, hrv, None, None, True, 0.1, 1e-5))
+        Fn.batch_norm(x, rm, rv, None, None, True, 0.1, 1e-5)
+    ct.assert_close(hrm, rm, rtol=1e-6, atol=1e-6)
+    ct.assert_close(hrv, rv, rtol=1e-6, atol=1e-6)
+
+
+def test_norm_errors():
+    x = ct.from_torch(torch.randn(3, 4))
+    cases = [
+        (lambda: lib.ct_layer_norm(x, ct.i64([5]), 1, None, None, 1e-5),
+         "Given normalized_shape=[5], expected input with shape [*, 5], but got input of size[3, 4]"),
+        (lambda: lib.ct_layer_norm(x, ct.i64([4]), 1, ct.from_torch(torch.ones(3)), None, 1e-5),
+         "Expected weight to be of same shape as normalized_shape, but got weight of shape [3] and normalized_shape = [4]"),
+        (lambda: lib.ct_batch_norm(ct.from_torch(torch.randn(1, 3)), None, None, None, None, True, 0.1, 1e-5),
+         "Expected more than 1 value per channel when training, got input size torch.Size([1, 3])"),
+        (lambda: lib.ct_batch_norm(x, ct.from_torch(torch.zeros(5)), ct.from_torch(torch.ones(5)), None, None, True, 0.1, 1e-5),
+         "running_mean should contain 4 elements not 5"),
+        (lambda: lib.ct_batch_norm(x, None, None, None, None, False, 0.1, 1e-5),
+         "running_mean must be defined in evaluation mode"),
+    ]
+    for fn, msg in cases:
+        err = error_of(fn)
+        assert err and msg in err, f"want {msg!r}, got {err!r}"
+
+
+# ------------------------------------------------------------------ dropout
+
+@pytest.mark.parametrize("shape", [(1000,), (20, 30)])
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_dropout_matches_torch_mask(shape, p):
+    x = torch.randn(shape, generator=GEN)
+    for seed in (0, 7):
+        torch.manual_seed(seed)
+        want = Fn.dropout(x, p)
+        lib.ct_manual_seed(seed)
+        got = ct.check(lib.ct_dropout(ct.from_torch(x), p, True))
+        ct.assert_close(got, want, rtol=0, atol=0, what=f"dropout p={p} seed={seed}: ")
+
+
+def test_dropout_transposed_and_dtypes():
+    x = torch.randn(6, 9, generator=GEN).t()
+    torch.manual_seed(3)
+    want = Fn.dropout(x, 0.3)
+    lib.ct_manual_seed(3)
+    ct.assert_close(ct.check(lib.ct_dropout(ct.from_torch(x), 0.3, True)), want)
+    for dt in (F64, F16, BF16):
+        xd = torch.randn(50, generator=GEN).to(dt)
+        torch.manual_seed(5)
+        want = Fn.dropout(xd, 0.25)
+        lib.ct_manual_seed(5)
+        ct.assert_close(ct.check(lib.ct_dropout(ct.from_torch(xd), 0.25, True)), want, what=f"dropout {dt}: ")
+
+
+def test_dropout_edges_and_grad():
+    x = torch.randn(4, 5, generator=GEN, dtype=F64)
+    hx = leaf(x)
+    same = ct.check(lib.ct_dropout(hx, 0.5, False))
+    ct.assert_close(same, x)
+    ct.assert_close(ct.check(lib.ct_dropout(hx, 0.0, True)), x)
+    ct.assert_close(ct.check(lib.ct_dropout(hx, 1.0, True)), x * 0)
+    lib.ct_manual_seed(11)
+    ho = ct.check(lib.ct_dropout(hx, 0.4, True))
+    torch.manual_seed(11)
+    tx = x.clone().requires_grad_(True)
+    out = Fn.dropout(tx, 0.4)
+    ct.assert_close(ho, out.detach())
+    g = torch.randn(4, 5, generator=GEN, dtype=F64)
+    (tg,) = torch.autograd.grad(out, [tx], g)
+    (cg,) = grads(ho, [hx], g, False)
+    ct.assert_close(cg, tg)
+    assert lib.ct_grad_fn_name(ho) == b"MulBackward0"
+    err = error_of(lambda: lib.ct_dropout(hx, 1.5, True))
+    assert "dropout probability has to be between 0 and 1, but got 1.5" in err
+
+
+# ------------------------------------------------------------------ activations
+
+ACTS = [
+    ("hardtanh", lambda h: lib.ct_hardtanh(h, -0.5, 0.7), lambda x: Fn.hardtanh(x, -0.5, 0.7)),
+    ("relu6", lambda h: lib.ct_relu6(h), lambda x: Fn.relu6(x)),
+    ("leaky_relu", lambda h: lib.ct_leaky_relu(h, 0.03), lambda x: Fn.leaky_relu(x, 0.03)),
+    ("elu", lambda h: lib.ct_elu(h, 1.3), lambda x: Fn.elu(x, 1.3)),
+]
+
+
+@pytest.mark.parametrize("name,cfn,tfn", ACTS)
+def test_activations(name, cfn, tfn):
+    x = randn(5, 6) * 4
+    for lay, xx in layouts(x):
+        check_fn(cfn, tfn, [xx], [0], f"{name} {lay}")
+    for dt in (F32, F16, BF16):
+        xd = (randn(40) * 4).to(dt)
+        ct.assert_close(ct.check(cfn(ct.from_torch(xd))), tfn(xd.float()).to(dt), rtol=TOL[dt], atol=TOL[dt])
+
+
+# ------------------------------------------------------------------ meta and names
+
+def meta(t):
+    return ct.check(lib.ct_empty_on(ct.i64(t.shape), t.dim(), ct.ct_dtype_of_torch(t.dtype), ct.CT_META))
+
+
+def test_meta_shapes():
+    x, t = randn(3, 4, 5), torch.zeros(3, 5, dtype=torch.long)
+    for r in (0, 1, 2):
+        h = ct.check(lib.ct_cross_entropy(meta(x), meta(t), None, r, -100, 0.0))
+        assert ct.shape(h) == tuple(Fn.cross_entropy(x, t, reduction=list(RED)[r]).shape)
+        h = ct.check(lib.ct_nll_loss(meta(x), meta(t), None, r, -100))
+        assert ct.shape(h) == tuple(Fn.nll_loss(x, t, reduction=list(RED)[r]).shape)
+        h = ct.check(lib.ct_mse_loss(meta(x), meta(x), r))
+        assert ct.shape(h) == tuple(Fn.mse_loss(x, x, reduction=list(RED)[r]).shape)
+    h = ct.check(lib.ct_layer_norm(meta(x), ct.i64([5]), 1, None, None, 1e-5))
+    assert ct.shape(h) == (3, 4, 5)
+    h = ct.check(lib.ct_batch_norm(meta(x), None, None, None, None, True, 0.1, 1e-5))
+    assert ct.shape(h) == (3, 4, 5)
+    err = error_of(lambda: lib.ct_nll_loss(meta(x), meta(torch.zeros(3, 4, dtype=torch.long)), None, 1, -100))
+    assert "Expected target size [3, 5], got [3, 4]" in err
+
+
+def test_grad_fn_names():
+    x = leaf(randn(3, 4))
+    t = ct.from_torch(torch.tensor([0, 1, 2]))
+    assert lib.ct_grad_fn_name(ct.check(lib.ct_cross_entropy(x, t, None, 1, -100, 0.0))) == b"NllLossBackward0"
+    assert lib.ct_grad_fn_name(ct.check(lib.ct_mse_loss(x, x, 1))) == b"MseLossBackward0"
+    assert lib.ct_grad_fn_name(ct.check(lib.ct_layer_norm(x, ct.i64([4]), 1, None, None, 1e-5))) == \
+        b"NativeLayerNormBackward0"
