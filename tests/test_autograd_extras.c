@@ -46,6 +46,11 @@ static double sample(const char *name, int arg) {
     if (is(name, "ct_lo")) return uniform(-1.5, -0.9);
     if (is(name, "ct_hi")) return uniform(0.9, 1.5);
     if (is(name, "recip")) return pm(0.5, 2);
+    if (is(name, "l1_in")) return floor(uniform(0, 4)) * 3 + uniform(0.2, 0.8); /* |in - target| in (0.2, 0.8) + 3k */
+    if (is(name, "l1_target")) return 0;
+    if (is(name, "prob")) return uniform(0.1, 0.9);
+    if (is(name, "unit")) return uniform(0, 1);
+    if (is(name, "pos")) return uniform(0.5, 2);
     if (is(name, "hardtanh")) return unit() < 0.5 ? pm(0.1, 0.9) : pm(1.1, 2);
     if (is(name, "distinct")) return pm(0.2, 2) + 0.001 * uniform(0, 1); /* prod, cumprod, norm: nonzero */
     if (any_of(name, steps)) return (unit() < 0.5 ? -1 : 1) * (floor(uniform(0, 2)) + (unit() < 0.5 ? uniform(0.1, 0.4) : uniform(0.6, 0.9)));
@@ -529,6 +534,14 @@ OPFN(o_lerp, ct_lerp(IN0, IN1, IN2))
 OPFN(o_lerp_scalar, ct_lerp_scalar(IN0, IN1, 0.3))
 OPFN(o_addcmul, ct_addcmul(IN0, IN1, IN2, 0.7))
 OPFN(o_addcdiv, ct_addcdiv(IN0, IN1, IN2, 0.7))
+OPFN(o_mse_loss, ct_mse_loss(IN0, IN1, CT_REDUCTION_MEAN))
+OPFN(o_mse_loss_none, ct_mse_loss(IN0, IN1, CT_REDUCTION_NONE))
+OPFN(o_l1_loss, ct_l1_loss(IN0, IN1, CT_REDUCTION_SUM))
+OPFN(o_smooth_l1_loss, ct_smooth_l1_loss(IN0, IN1, CT_REDUCTION_MEAN, 1.0))
+OPFN(o_bce, ct_binary_cross_entropy(IN0, IN1, IN2, CT_REDUCTION_MEAN))
+OPFN(o_bce_logits, ct_binary_cross_entropy_with_logits(IN0, IN1, NULL, IN2, CT_REDUCTION_SUM))
+OPFN(o_nll_loss, ct_nll_loss(ct_log_softmax(IN0, 1), idx((const int64_t[]){2, 0, 3}, 3, CT_SHAPE(3)), IN1,
+                             CT_REDUCTION_MEAN, -100))
 
 #define S1(a) {{a}}, {1}
 static const OpCase op_cases[] = {
@@ -598,6 +611,13 @@ static const OpCase op_cases[] = {
     {"lerp_scalar", o_lerp_scalar, 2, {{3, 4}, {4}}, {2, 1}, CONTIG, NULL, {0}},
     {"addcmul", o_addcmul, 3, {{3, 4}, {4}, {3, 1}}, {2, 1, 2}, CONTIG, NULL, {0}},
     {"addcdiv", o_addcdiv, 3, {{3, 4}, {4}, {3, 1}}, {2, 1, 2}, SLICED, "addcdiv", {0}},
+    {"mse_loss", o_mse_loss, 2, {{3, 4}, {3, 4}}, {2, 2}, TRANSPOSED, NULL, {0}},
+    {"mse_loss none", o_mse_loss_none, 2, {{3, 4}, {3, 4}}, {2, 2}, CONTIG, NULL, {0}},
+    {"l1_loss", o_l1_loss, 2, {{3, 4}, {3, 4}}, {2, 2}, CONTIG, "l1", {0}},
+    {"smooth_l1_loss", o_smooth_l1_loss, 2, {{3, 4}, {3, 4}}, {2, 2}, SLICED, "l1", {0}},
+    {"binary_cross_entropy", o_bce, 3, {{3, 4}, {3, 4}, {4}}, {2, 2, 1}, CONTIG, "bce", {true, false, false}},
+    {"binary_cross_entropy_with_logits", o_bce_logits, 3, {{3, 4}, {3, 4}, {4}}, {2, 2, 1}, TRANSPOSED, "bce_logits", {true, true, false}}, /* no derivative for pos_weight, as in torch */
+    {"nll_loss (log_softmax input, weights)", o_nll_loss, 2, {{3, 4}, {4}}, {2, 1}, CONTIG, "nll", {true, false}},
 };
 
 static const char *case_domain(const OpCase *c, int arg) {
@@ -605,6 +625,10 @@ static const char *case_domain(const OpCase *c, int arg) {
     if (is(c->domain, "clamp")) return "hardtanh_half";
     if (is(c->domain, "clamp_tensor")) return arg == 0 ? "mul" : arg == 1 ? "ct_lo" : "ct_hi";
     if (is(c->domain, "addcdiv")) return arg == 2 ? "recip" : "mul";
+    if (is(c->domain, "l1")) return arg == 0 ? "l1_in" : "l1_target";
+    if (is(c->domain, "bce")) return arg == 0 ? "prob" : arg == 1 ? "unit" : "pos";
+    if (is(c->domain, "bce_logits")) return arg == 0 ? "mul" : arg == 1 ? "unit" : "pos";
+    if (is(c->domain, "nll")) return arg == 0 ? "mul" : "pos";
     return c->domain;
 }
 

@@ -224,6 +224,11 @@ TEST(elementwise_values_and_layouts) {
     CHECK_ERR(ct_neg(ct_ones(CT_SHAPE(2), CT_BOOL)), "Negation, the `-` operator, on a bool tensor is not supported");
     ct_tensor *e = ct_expand(ct_ones(CT_SHAPE(1), CT_FLOAT32), CT_SHAPE(4));
     CHECK_ERR_INT(ct_add_(e, ct_ones(CT_SHAPE(4), CT_FLOAT32)), "more than one element of the written-to tensor refers to a single memory location");
+    ct_tensor *z = ct_arange(0, 8, 1, CT_FLOAT32);
+    CHECK_ERR_INT(ct_add_(ct_narrow(z, 0, 1, 4), ct_narrow(z, 0, 0, 4)), "some elements of the input tensor and the written-to tensor refer to a single memory location");
+    CHECK_EQ_INT(ct_add_(ct_narrow(z, 0, 4, 4), ct_narrow(z, 0, 0, 4)), 0); /* disjoint: fine */
+    CHECK_EQ_INT(ct_mul_(z, z), 0);                                       /* the same elements: fine */
+    CHECK_NEAR(ct_item(ct_select(z, 0, 7)), (7.0 + 3) * (7 + 3), 0);
 }
 
 TEST(transposed_copies_are_exact) {

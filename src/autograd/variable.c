@@ -25,41 +25,12 @@ int NONE(BackwardCtx *c, TensorImpl **gi) {
     return c10_error_int("internal: backward of a non-differentiable op");
 }
 
-/* Nodes are large (every slot inline) and made at every recorded op: freed
- * ones wait in a per-thread pool instead of going back to malloc. */
-static _Thread_local Node *node_pool;
-static _Thread_local int node_pool_n;
-
-static Node *node_alloc(void) {
-    Node *n = node_pool;
-    if (n) {
-        node_pool = n->gc_next;
-        node_pool_n--;
-        return n;
-    }
-    return malloc(sizeof *n);
-}
-
-static void node_free(Node *n) {
-    if (node_pool_n >= 4096) {
-        free(n);
-        return;
-    }
-    n->gc_next = node_pool;
-    node_pool = n;
-    node_pool_n++;
-}
-
-__attribute__((destructor)) static void node_pool_fini(void) {
-    while (node_pool) {
-        Node *n = node_pool;
-        node_pool = n->gc_next;
-        free(n);
-    }
-}
+/* Nodes are made at every recorded op and freed by the graph-full: pooled. */
+C10_POOL(node_pool, Node, 16384)
+C10_POOL(meta_pool, AutogradMeta, 16384)
 
 Node *ag_node_new(int kind, const char *name, int num_inputs, int num_next) {
-    Node *n = node_alloc();
+    Node *n = node_pool_get();
     if (!n) return c10_error("out of memory");
     memset(n, 0, offsetof(Node, in_meta));
     for (int k = 0; k < num_next; k++) n->in_meta[k].defined = false;
@@ -124,7 +95,7 @@ void ag_node_release(Node *n) {
         }
         if (m->custom) ag_custom_free(m->custom);
         if (m->extra_free) m->extra_free(m->extra);
-        node_free(m);
+        node_pool_put(m);
     }
 }
 
@@ -139,14 +110,15 @@ static void meta_free(AutogradMeta *m) {
     }
     c10_release(m->base);
     ag_hooks_free(m->hooks);
-    free(m);
+    meta_pool_put(m);
 }
 
 AutogradMeta *ag_meta(TensorImpl *t) {
     if (!t->autograd) {
         c10_autograd_meta_free = meta_free;
-        t->autograd = calloc(1, sizeof *t->autograd);
+        t->autograd = meta_pool_get();
         if (!t->autograd) return c10_error("out of memory");
+        memset(t->autograd, 0, sizeof *t->autograd);
     }
     return t->autograd;
 }

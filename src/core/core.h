@@ -25,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__GNUC__)
@@ -44,6 +45,40 @@
     do {                                                                       \
         if (CT_UNLIKELY(!(cond))) c10_assert_fail(#cond, __FILE__, __LINE__);  \
     } while (0)
+
+/* ------------------------------------------------------------------ pools */
+/* A per-thread free list for one small struct type. Ops allocate tensors,
+ * storages, handles and autograd nodes by the thousand and free them all at
+ * once at the end of a scope, which defeats malloc's own small caches; these
+ * lists keep up to `cap` freed objects for reuse. C10_POOL(name, T, cap)
+ * defines name_get() (uninitialised memory or NULL) and name_put(p). */
+#define C10_POOL(name, T, cap)                                                   \
+    static _Thread_local void *name##_head;                                      \
+    static _Thread_local int name##_count;                                       \
+    static T *name##_get(void) {                                                 \
+        void *p = name##_head;                                                   \
+        if (!p) return (T *)malloc(sizeof(T));                                   \
+        memcpy(&name##_head, p, sizeof(void *));                                 \
+        name##_count--;                                                          \
+        return (T *)p;                                                           \
+    }                                                                            \
+    static void name##_put(T *p) {                                               \
+        if (name##_count >= (cap)) {                                             \
+            free(p);                                                             \
+            return;                                                              \
+        }                                                                        \
+        memcpy((void *)p, &name##_head, sizeof(void *));                         \
+        name##_head = p;                                                         \
+        name##_count++;                                                          \
+    }                                                                            \
+    __attribute__((destructor)) static void name##_drain(void) {                 \
+        while (name##_head) {                                                    \
+            void *p = name##_head;                                               \
+            memcpy(&name##_head, p, sizeof(void *));                             \
+            free(p);                                                             \
+        }                                                                        \
+        name##_count = 0;                                                        \
+    }
 
 /* ------------------------------------------------------------------ errors */
 /* Sets this thread's message (printf-style) and returns NULL, so that

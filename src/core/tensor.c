@@ -7,15 +7,19 @@
 
 void (*c10_autograd_meta_free)(AutogradMeta *meta);
 
+C10_POOL(storage_pool, StorageImpl, 16384)
+C10_POOL(tensor_pool, TensorImpl, 16384)
+
 /* ------------------------------------------------------------------ storage */
 
 StorageImpl *c10_storage_new(size_t nbytes, ct_device device) {
-    StorageImpl *s = calloc(1, sizeof *s);
+    StorageImpl *s = storage_pool_get();
     if (!s) return c10_error("out of memory");
+    memset(s, 0, sizeof *s);
     if (device == CT_CPU && nbytes) {
         s->data = c10_alloc(nbytes);
         if (!s->data) {
-            free(s);
+            storage_pool_put(s);
             return NULL;
         }
     }
@@ -29,7 +33,7 @@ void c10_storage_release(StorageImpl *s) {
     if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
     if (s->deleter) s->deleter(s->data, s->deleter_ctx);
     else c10_dealloc(s->data, s->nbytes);
-    free(s);
+    storage_pool_put(s);
 }
 
 /* ------------------------------------------------------------------- tensor */
@@ -50,7 +54,7 @@ void c10_refresh(TensorImpl *t) {
 
 TensorImpl *c10_make(StorageImpl *s, const int64_t *sizes, const int64_t *strides, int ndim,
                      int64_t offset, ct_dtype dtype) {
-    TensorImpl *t = malloc(sizeof *t);
+    TensorImpl *t = tensor_pool_get();
     if (!t) return c10_error("out of memory");
     atomic_init(&t->refcount, 1);
     atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
@@ -129,7 +133,7 @@ void c10_release(TensorImpl *t) {
     if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
     if (t->autograd && c10_autograd_meta_free) c10_autograd_meta_free(t->autograd);
     c10_storage_release(t->storage);
-    free(t);
+    tensor_pool_put(t);
 }
 
 int c10_wrap_dim(int64_t dim, int ndim) {
@@ -259,7 +263,8 @@ __attribute__((destructor)) static void quarantine_fini(void) {
     for (size_t i = 0; i < QUARANTINE; i++) free(quarantine[i]);
 }
 #else
-static void bury(ct_tensor *h) { free(h); }
+C10_POOL(handle_pool, ct_tensor, 16384)
+static void bury(ct_tensor *h) { handle_pool_put(h); }
 #endif
 
 static void kill_handle(ct_tensor *h) {
@@ -288,7 +293,11 @@ void ct_scope_end(void) {
 }
 
 static ct_tensor *new_handle(TensorImpl *t) {
+#ifdef CT_DEBUG
     ct_tensor *h = malloc(sizeof *h);
+#else
+    ct_tensor *h = handle_pool_get();
+#endif
     if (!h) {
         c10_release(t);
         return c10_error("out of memory");

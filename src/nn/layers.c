@@ -136,27 +136,11 @@ static ct_tensor *fwd(ct_module *m, const ct_tensor *const *in, int n, void *ctx
     if (!x) return NULL;
     switch (c->kind) {
     case K_LINEAR: return ct_linear(x, nn_param(m, "weight"), nn_param(m, "bias"));
-    case K_CONV: {
-        ct_tensor *w = nn_param(m, "weight"), *b = nn_param(m, "bias");
-        if (c->ndim == 2) {
-            if (ct_ndim(x) == 3) { /* unbatched */
-                ct_scope_begin();
-                ct_tensor *r = ct_squeeze(nn_f_conv2d(ct_unsqueeze(x, 0), w, b, c->stride, c->pad, c->dil, c->groups), 0);
-                return nn_escape(r);
-            }
-            return nn_f_conv2d(x, w, b, c->stride, c->pad, c->dil, c->groups);
-        }
-        int nd = ct_ndim(x);
-        if (nd != 2 && nd != 3)
-            return c10_error("conv1d: Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of "
-                             "size: %s", c10_shape_str(ct_sizes(x), nd));
-        ct_scope_begin();
-        const ct_tensor *xb = nd == 2 ? ct_unsqueeze(x, 0) : x;
-        int64_t st[2] = {1, c->stride[0]}, pd[2] = {0, c->pad[0]}, dl[2] = {1, c->dil[0]};
-        ct_tensor *r = ct_squeeze(nn_f_conv2d(ct_unsqueeze(xb, 2), ct_unsqueeze(w, 2), b, st, pd, dl, c->groups), 2);
-        if (nd == 2) r = ct_squeeze(r, 0);
-        return nn_escape(r);
-    }
+    case K_CONV:
+        if (c->ndim == 2)
+            return ct_conv2d(x, nn_param(m, "weight"), nn_param(m, "bias"), c->stride, c->pad, c->dil, c->groups);
+        return ct_conv1d(x, nn_param(m, "weight"), nn_param(m, "bias"), c->stride[0], c->pad[0], c->dil[0],
+                         c->groups);
     case K_BN: {
         int nd = ct_ndim(x);
         bool is2d = c->ndim == 2;
@@ -166,32 +150,22 @@ static ct_tensor *fwd(ct_module *m, const ct_tensor *const *in, int n, void *ctx
         if (ct_size(x, 1) != c->in)
             return c10_error("running_mean should contain %lld elements not %lld", (long long)ct_size(x, 1),
                              (long long)c->in);
-        int dims[3] = {0, 2, 3}, ndims = nd - 1;
-        int64_t pshape[4] = {1, c->in, 1, 1};
         ct_tensor *w = nn_param(m, "weight"), *b = nn_param(m, "bias");
         ct_tensor *rm = nn_buffer(m, "running_mean"), *rv = nn_buffer(m, "running_var");
         bool training = ct_module_is_training(m);
-        bool use_batch = training || !rm;
-        if (!use_batch) return nn_f_norm(x, dims, ndims, rm, rv, c->eps, w, b, pshape, nd);
-        int64_t count = ct_numel(x) / c->in;
-        if (training && count <= 1)
-            return c10_error("Expected more than 1 value per channel when training, got input size %s",
-                             c10_shape_str(ct_sizes(x), nd));
-        ct_scope_begin();
+        double f = c->has_momentum ? c->momentum : 0.0;
         if (training && rm) {
+            if (ct_numel(x) / c->in <= 1)
+                return c10_error("Expected more than 1 value per channel when training, got input size %s",
+                                 c10_shape_str(ct_sizes(x), nd));
             ct_tensor *nbt = nn_buffer(m, "num_batches_tracked");
             bool prev = ct_set_grad_enabled(false);
-            ct_add_scalar_(nbt, 1);
-            double f = c->has_momentum ? c->momentum : 1.0 / ct_item(nbt);
-            ct_tensor *mean = ct_mean_dims(x, dims, ndims, false);
-            ct_tensor *var = ct_var(x, dims, ndims, 1, false); /* unbiased, for running_var */
-            ct_mul_scalar_(rm, 1 - f);
-            ct_add_alpha_(rm, mean, f);
-            ct_mul_scalar_(rv, 1 - f);
-            ct_add_alpha_(rv, var, f);
+            int r = ct_add_scalar_(nbt, 1);
             ct_set_grad_enabled(prev);
+            if (r < 0) return NULL;
+            if (!c->has_momentum) f = 1.0 / ct_item(nbt); /* momentum=None: cumulative average */
         }
-        return nn_escape(nn_f_norm(x, dims, ndims, NULL, NULL, c->eps, w, b, pshape, nd));
+        return ct_batch_norm(x, rm, rv, w, b, training || !rm, f, c->eps);
     }
     case K_LN: {
         int nd = ct_ndim(x);
@@ -205,12 +179,9 @@ static ct_tensor *fwd(ct_module *m, const ct_tensor *const *in, int n, void *ctx
             return c10_error("Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
                              c10_shape_str(c->shape, c->ndim), want, c10_shape_str(ct_sizes(x), nd));
         }
-        int dims[CT_MAX_DIMS];
-        for (int i = 0; i < c->ndim; i++) dims[i] = nd - c->ndim + i;
-        return nn_f_norm(x, dims, c->ndim, NULL, NULL, c->eps, nn_param(m, "weight"), nn_param(m, "bias"), c->shape,
-                         c->ndim);
+        return ct_layer_norm(x, c->shape, c->ndim, nn_param(m, "weight"), nn_param(m, "bias"), c->eps);
     }
-    case K_DROPOUT: return nn_f_dropout(x, c->p, ct_module_is_training(m));
+    case K_DROPOUT: return ct_dropout(x, c->p, ct_module_is_training(m));
     case K_EMBEDDING: return ct_embedding(nn_param(m, "weight"), x, c->padding_idx);
     case K_RELU: return ct_relu(x);
     case K_GELU: return ct_gelu(x, c->approximate);
@@ -218,9 +189,9 @@ static ct_tensor *fwd(ct_module *m, const ct_tensor *const *in, int n, void *ctx
     case K_TANH: return ct_tanh(x);
     case K_SIGMOID: return ct_sigmoid(x);
     case K_SOFTMAX: return ct_softmax(x, c->dim);
-    case K_MAXPOOL: return nn_f_pool2d(x, true, c->k, c->stride, c->pad);
-    case K_AVGPOOL: return nn_f_pool2d(x, false, c->k, c->stride, c->pad);
-    case K_ADAPTIVE: return nn_f_adaptive_avg_pool2d(x, c->k[0], c->k[1]);
+    case K_MAXPOOL: return ct_max_pool2d(x, c->k, c->stride, c->pad, NULL, false);
+    case K_AVGPOOL: return ct_avg_pool2d(x, c->k, c->stride, c->pad, false, true, 0);
+    case K_ADAPTIVE: return ct_adaptive_avg_pool2d(x, c->k);
     case K_FLATTEN: return ct_flatten(x, c->dim, c->dim2);
     default: return c10_error("forward: unknown module kind");
     }

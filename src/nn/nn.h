@@ -68,19 +68,5 @@ CT_INTERNAL ct_module *nn_builtin(const ct_module_ops *ops, const NnCfg *cfg);
 CT_INTERNAL ct_tensor *nn_add_tensor(ct_module *m, const char *name, const int64_t *shape, int ndim,
                                      ct_dtype dtype, bool param);
 
-/* Functional forms built from public ops (functional.c): PyTorch's semantics.
- * Each returns a new handle of the caller's scope, or NULL + error. */
-CT_INTERNAL ct_tensor *nn_f_conv2d(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b, const int64_t *stride,
-                                   const int64_t *pad, const int64_t *dil, int64_t groups);
-CT_INTERNAL ct_tensor *nn_f_pool2d(const ct_tensor *x, bool max, const int64_t *k, const int64_t *stride,
-                                   const int64_t *pad);
-CT_INTERNAL ct_tensor *nn_f_adaptive_avg_pool2d(const ct_tensor *x, int64_t oh, int64_t ow);
-CT_INTERNAL ct_tensor *nn_f_norm(const ct_tensor *x, const int *dims, int ndims, const ct_tensor *mean,
-                                 const ct_tensor *var, double eps, const ct_tensor *w, const ct_tensor *b,
-                                 const int64_t *param_shape, int param_ndim);
-CT_INTERNAL ct_tensor *nn_f_dropout(const ct_tensor *x, double p, bool training);
-CT_INTERNAL ct_tensor *nn_f_reduce(ct_tensor *loss, int reduction); /* consumes nothing */
-CT_INTERNAL ct_tensor *nn_f_nll(const ct_tensor *logp, const ct_tensor *target, int reduction,
-                                int64_t ignore_index);
 
 #endif

@@ -92,6 +92,18 @@ bool at_same_device(const char *op, const TensorImpl *a, const TensorImpl *b) {
     return false;
 }
 
+/* PyTorch's assert_no_partial_overlap, for the cases it decides: two dense
+ * tensors over the same storage whose memory ranges overlap without being the
+ * same elements. */
+static bool partial_overlap(const TensorImpl *out, const TensorImpl *in) {
+    if (out->storage != in->storage || !out->is_contiguous || !in->is_contiguous || !out->numel || !in->numel)
+        return false;
+    int64_t a0 = out->offset * (int64_t)c10_elsize[out->dtype], a1 = a0 + out->numel * (int64_t)c10_elsize[out->dtype];
+    int64_t b0 = in->offset * (int64_t)c10_elsize[in->dtype], b1 = b0 + in->numel * (int64_t)c10_elsize[in->dtype];
+    if (a0 == b0 && a1 == b1) return false; /* the same elements: fine */
+    return a0 < b1 && b0 < a1;
+}
+
 /* ---- output allocation in the inputs' layout ---- */
 
 /* The permutation that sorts t's dims by decreasing stride (outermost first), or
@@ -312,6 +324,11 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
             return c10_error_int("%s: unsupported operation: more than one element of the written-to tensor "
                                  "refers to a single memory location. Please clone() the tensor before "
                                  "performing the operation.", spec->op);
+        for (int k = 0; k < spec->ninputs; k++)
+            if (partial_overlap(o, in[k]))
+                return c10_error_int("%s: unsupported operation: some elements of the input tensor and the "
+                                     "written-to tensor refer to a single memory location. Please clone() the "
+                                     "tensor before performing the operation.", spec->op);
     } else {
         o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype, device);
         if (!o) return -1;

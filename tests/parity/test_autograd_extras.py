@@ -58,6 +58,12 @@ for row in [
     ("ct_add_scalar", T, [T, c_double]),
     ("ct_mm", T, [T, T]),
     ("ct_sigmoid", T, [T]),
+    ("ct_mean", T, [T]),
+    ("ct_select", T, [T, c_int, ct.c_int64]),
+    ("ct_narrow", T, [T, c_int, ct.c_int64, ct.c_int64]),
+    ("ct_transpose", T, [T, c_int, c_int]),
+    ("ct_unsqueeze", T, [T, c_int]),
+    ("ct_expand", T, [T, ct.I64P, c_int]),
 ]:
     ct.declare(*row)
 
@@ -411,3 +417,38 @@ def test_graph_dot_structure():
     names = sorted(v.split("\\n")[0] for k, v in labels.items() if k != "out")
     assert names == sorted(["SubBackward0", "MulBackward0", "AddBackward0", "DivBackward0",
                             "AccumulateGrad", "AccumulateGrad"])
+
+
+def test_graph_of_the_notes_log_sin_example_matches_torch():
+    x = torch.tensor([0.5, 0.75], requires_grad=True)
+    x0, x1 = x[0], x[1]
+    y = torch.log(x0 * x1) * torch.sin(x1)
+    xh = leaf(x)
+    x0, x1 = lib.ct_select(xh, 0, 0), lib.ct_select(xh, 0, 1)
+    yh = lib.ct_mul(lib.ct_log(lib.ct_mul(x0, x1)), lib.ct_sin(x1))
+    assert graph_repr(yh) == torch_tree(y)
+
+
+def test_graph_of_the_notes_use_case_matches_torch():
+    # mm, add, add, sin, mean
+    x, w, b, c = rand((2, 3), 20), rand((3, 4), 21), rand((4,), 22), rand((2, 4), 23)
+    for t in (x, w, b):
+        t.requires_grad_()
+    out = torch.sin(x @ w + b + c).mean()
+    xh, wh, bh = leaf(x), leaf(w), leaf(b)
+    ch = ct.from_torch(c)
+    oh = lib.ct_mean(lib.ct_sin(lib.ct_add(lib.ct_add(lib.ct_mm(xh, wh), bh), ch)))
+    assert graph_repr(oh) == torch_tree(out)
+    out.backward()
+    ct.check_int(lib.ct_backward(oh, None))
+    for h, t in ((xh, x), (wh, w), (bh, b)):
+        ct.assert_close(lib.ct_grad(h), t.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_graph_of_views_matches_torch():
+    x = rand((3, 4), 24).requires_grad_()
+    y = x.transpose(0, 1).narrow(0, 1, 2).unsqueeze(0).expand(2, 2, 3).sum()
+    xh = leaf(x)
+    v = lib.ct_unsqueeze(lib.ct_narrow(lib.ct_transpose(xh, 0, 1), 0, 1, 2), 0)
+    yh = lib.ct_sum(lib.ct_expand(v, ct.i64([2, 2, 3]), 3))
+    assert graph_repr(yh) == torch_tree(y)

@@ -13,6 +13,7 @@
  * polynomial, ~1 ulp on the range; results below exp(-87) flush to 0). */
 static inline float vexpf(float x) {
     float xc = x < -87.0f ? -87.0f : x > 88.72f ? 88.72f : x;
+    xc = xc != xc ? 0.0f : xc; /* NaN: any finite value, replaced below */
     float n = floorf(xc * 1.44269504088896341f + 0.5f);
     float r = xc - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
@@ -24,7 +25,7 @@ static inline float vexpf(float x) {
     y = y * r + 1.6666665459E-1f;
     y = y * r + 5.0000001201E-1f;
     y = y * r2 + r + 1.0f;
-    int32_t e = ((int32_t)n + 126) << 23;
+    uint32_t e = (uint32_t)((int32_t)n + 126) << 23;
     float sc;
     memcpy(&sc, &e, sizeof sc);
     float res = y * sc * 2.0f;
