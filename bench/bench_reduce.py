@@ -30,6 +30,65 @@ def median_time(fn):
     return (ts[RUNS // 2 - 1] + ts[RUNS // 2]) / 2
 
 
+def interleaved(work, ctwork):
+    """torch and ctorch (through ctypes, in this process) timed alternately,
+    run by run, so that both see the same machine load."""
+    res = {}
+    for name in work:
+        tt, ct_ = [], []
+        for r in range(-WARM, RUNS):
+            t0 = time.perf_counter()
+            work[name]()
+            t1 = time.perf_counter()
+            ctwork[name]()
+            t2 = time.perf_counter()
+            if r >= 0:
+                tt.append(t1 - t0)
+                ct_.append(t2 - t1)
+        tt.sort()
+        ct_.sort()
+        res[name] = ((tt[RUNS // 2 - 1] + tt[RUNS // 2]) / 2, (ct_[RUNS // 2 - 1] + ct_[RUNS // 2]) / 2)
+    return res
+
+
+def ctypes_work(v, m, s):
+    import ctypes
+    from ctypes import c_bool, c_int, c_int64, c_void_p, POINTER
+    path = os.environ.get("CTORCH_LIB") or os.path.join(ROOT, "build-reduce", "libctorch.so")
+    lib = ctypes.CDLL(path)
+    lib.ct_from_data.restype = c_void_p
+    lib.ct_from_data.argtypes = [c_void_p, POINTER(c_int64), c_int, c_int]
+    for n in ["ct_sum"]:
+        getattr(lib, n).restype = c_void_p
+        getattr(lib, n).argtypes = [c_void_p]
+    lib.ct_sum_dims.restype = c_void_p
+    lib.ct_sum_dims.argtypes = [c_void_p, POINTER(c_int), c_int, c_bool]
+    for n in ["ct_softmax", "ct_log_softmax"]:
+        getattr(lib, n).restype = c_void_p
+        getattr(lib, n).argtypes = [c_void_p, c_int]
+    lib.ct_free.argtypes = [c_void_p]
+    lib.ct_set_num_threads.argtypes = [c_int]
+    lib.ct_set_num_threads(2)
+
+    def mk(t):
+        shape = (c_int64 * t.dim())(*t.shape)
+        return lib.ct_from_data(c_void_p(t.data_ptr()), shape, t.dim(), 8)  # CT_FLOAT32
+    hv, hm, hs = mk(v), mk(m), mk(s)
+    d0, d1 = (c_int * 1)(0), (c_int * 1)(1)
+
+    def run(f):
+        def g():
+            lib.ct_free(f())
+        return g
+    return {
+        "sum": run(lambda: lib.ct_sum(hv)),
+        "sum_dim1": run(lambda: lib.ct_sum_dims(hm, d1, 1, False)),
+        "sum_dim0": run(lambda: lib.ct_sum_dims(hm, d0, 1, False)),
+        "softmax": run(lambda: lib.ct_softmax(hs, -1)),
+        "log_softmax": run(lambda: lib.ct_log_softmax(hs, -1)),
+    }
+
+
 def main():
     torch.set_num_threads(2)
     binary = sys.argv[1] if len(sys.argv) > 1 else None
@@ -51,12 +110,20 @@ def main():
     ttimes = {k: median_time(f) for k, f in work.items()}
     out = subprocess.run([binary], capture_output=True, text=True, check=True,
                          env=dict(os.environ, CT_THREADS="2", OMP_NUM_THREADS="2")).stdout
+    print("separate runs: torch in-process, then the C binary", binary)
     print(f"{'workload':<12} {'torch GB/s':>10} {'ctorch GB/s':>11} {'ratio':>6}")
+    nbytes_of = {}
     for line in out.splitlines():
         name, nbytes, med, _ = line.split()
         nbytes, med = float(nbytes), float(med)
+        nbytes_of[name] = nbytes
         tt = ttimes[name]
         print(f"{name:<12} {nbytes / tt / 1e9:10.2f} {nbytes / med / 1e9:11.2f} {med / tt:6.2f}")
+    print("interleaved runs (torch, ctorch via ctypes, alternately; same load):")
+    print(f"{'workload':<12} {'torch GB/s':>10} {'ctorch GB/s':>11} {'ratio':>6}")
+    for name, (tt, ctt) in interleaved(work, ctypes_work(v, m, s)).items():
+        nb = nbytes_of[name]
+        print(f"{name:<12} {nb / tt / 1e9:10.2f} {nb / ctt / 1e9:11.2f} {ctt / tt:6.2f}")
 
 
 if __name__ == "__main__":

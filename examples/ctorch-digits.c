@@ -445,7 +445,7 @@ static void progress(bool tty, int epoch, int epochs, int64_t i, int64_t n, doub
     fflush(stderr);
 }
 
-static int train(int epochs, const char *data, const char *out, const char *svg) {
+static int train(int epochs, double lr, int64_t batch, const char *data, const char *out, const char *svg) {
     size_t gzlen, rawlen;
     uint8_t *gz = read_file(data, &gzlen);
     if (!gz) {
@@ -485,9 +485,9 @@ static int train(int epochs, const char *data, const char *out, const char *svg)
     printf("%lld parameters\n", (long long)ct_module_num_parameters(model));
     ct_tensor *params[16];
     int np = ct_module_named_parameters(model, NULL, params, 16);
-    ct_optimizer *opt = ct_optim_adam(params, np, 1e-3, 0.9, 0.999, 1e-8, 0, false);
+    ct_optimizer *opt = ct_optim_adam(params, np, lr, 0.9, 0.999, 1e-8, 0, false);
     ct_dataset *ds = ct_dataset_new(Xtr, Ytr);
-    ct_dataloader *dl = ct_dataloader_new(ds, 32, true, false, 1);
+    ct_dataloader *dl = ct_dataloader_new(ds, batch, true, false, 1);
     if (!opt || !ds || !dl) die("optimizer");
     int64_t nb = ct_dataloader_num_batches(dl);
     bool tty = isatty(2);
@@ -597,22 +597,32 @@ int main(int argc, char **argv) {
         }
         return predict(argv[2], argc == 4 ? argv[3] : NULL);
     }
-    int epochs = 15;
+    int epochs = 15, threads = 1;
+    double lr = 1e-3;
+    int64_t batch = 32;
     const char *data = NULL, *out = "model.safetensors", *svg = "digits_curves.svg";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "train")) continue;
         if (i + 1 < argc && !strcmp(argv[i], "--epochs")) epochs = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--data")) data = argv[++i];
+        else if (i + 1 < argc && !strcmp(argv[i], "--lr")) lr = atof(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--batch")) batch = atoll(argv[++i]);
+        else if (i + 1 < argc && !strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
         else if (i + 1 < argc && !strcmp(argv[i], "--out")) out = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--svg")) svg = argv[++i];
         else {
             fprintf(stderr,
-                    "usage: %s [train] [--epochs N] [--data digits.csv.gz] [--out model.safetensors] [--svg curves.svg]\n"
+                    "usage: %s [train] [--epochs N] [--lr LR] [--batch B] [--threads T] [--data digits.csv.gz]\n"
+                    "          [--out model.safetensors] [--svg curves.svg]\n"
                     "       %s predict model.safetensors [rows.csv]   (rows on stdin without a file)\n",
                     argv[0], argv[0]);
             return 1;
         }
     }
     if (epochs < 1) epochs = 1;
-    return train(epochs, find_data(data), out, svg);
+    if (batch < 1) batch = 1;
+    /* A model this small trains fastest on one thread: OpenMP's fork/join costs
+     * more than the parallel work in each op. */
+    ct_set_num_threads(threads > 0 ? threads : 1);
+    return train(epochs, lr, batch, find_data(data), out, svg);
 }

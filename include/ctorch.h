@@ -594,7 +594,7 @@ CT_API int ct_gradcheck(ct_fn f, const ct_tensor *const *inputs, int n, void *ct
 CT_API int ct_gradcheck_multi(ct_fn_multi f, const ct_tensor *const *inputs, int n, void *ctx, double eps, double atol,
                               double rtol);
 /* torch.autograd.gradgradcheck: gradcheck of (inputs, v) -> autograd.grad(f(inputs), inputs, v, create_graph)
- * with random float64 grad_outputs v (fixed seed). */
+ * with random grad_outputs v in [-1, 1] (fixed seed, the outputs' dtype). */
 CT_API int ct_gradgradcheck(ct_fn f, const ct_tensor *const *inputs, int n, void *ctx, double eps, double atol,
                             double rtol);
 CT_API int ct_gradgradcheck_multi(ct_fn_multi f, const ct_tensor *const *inputs, int n, void *ctx, double eps,
@@ -608,6 +608,8 @@ CT_API ct_tensor *ct_hessian(ct_fn f, const ct_tensor *input, void *ctx);
 CT_API int ct_vjp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **vjp);
 /* torch.autograd.functional.jvp: *output = f(x), *jvp = J v (the double-vjp trick; v NULL: x has one element). */
 CT_API int ct_jvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **jvp);
+/* torch.autograd.functional.hvp of a one-element f: *output = f(x), *hvp = H v (v NULL: x has one element). */
+CT_API int ct_hvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **hvp);
 /* The backward graph of t as an indented tree, one node per line ("SubBackward0", children two
  * spaces deeper, leaves "AccumulateGrad [sizes] dtype", an interior node met again "... (see above)"). */
 CT_API int ct_print_graph(const ct_tensor *t);                       /* to stdout; 0 or -1 */

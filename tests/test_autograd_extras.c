@@ -150,6 +150,12 @@ static const char *const known_bugs[] = {
     /* variable.c: ag_call_inplace saves self's old value as a copy without
      * history, so double backward through in-place ops reading SELF misses a term */
     "gradgradcheck in-place",
+    /* CopySlices (engine.c apply_copy_slices) when the base is not contiguous
+     * (z = 1.5 * x with x transposed): the view's geometry is applied to a
+     * contiguous clone of the base's gradient, so the gradient lands on the
+     * wrong elements (e.g. mul_scalar_(narrow(z, 1, 0, 2), 2): numerical 1.96
+     * vs analytical 3.93; add_(select(z, 0, 1), y): y's gradient 0.23 where 0) */
+    "gradcheck in-place on views of a non-contiguous base",
     NULL,
 };
 
@@ -397,6 +403,15 @@ static ct_tensor *f_inplace(const ct_tensor *const *in, int n, void *ctx) {
     if (ct_sin_(z) < 0 || ct_mul_(z, in[1]) < 0 || ct_sub_scalar_(z, 0.5) < 0 || ct_exp_(z) < 0) return NULL;
     return z;
 }
+/* in-place ops on views of a non-leaf (CopySlices) */
+static ct_tensor *f_inplace_view(const ct_tensor *const *in, int n, void *ctx) {
+    (void)n, (void)ctx;
+    ct_tensor *z = ct_mul_scalar(in[0], 1.5);
+    if (ct_mul_scalar_(ct_narrow(z, 1, 0, 2), 2) < 0 || ct_add_(ct_select(z, 0, 1), in[1]) < 0 ||
+        ct_mul_(ct_transpose(z, 0, 1), ct_unsqueeze(ct_select(in[0], 1, 2), 0)) < 0)
+        return NULL;
+    return ct_mul(z, z);
+}
 /* exp_ saves its result: modifying it afterwards breaks backward, as in torch */
 static ct_tensor *f_inplace_bad(const ct_tensor *const *in, int n, void *ctx) {
     (void)n, (void)ctx;
@@ -421,6 +436,11 @@ TEST(gradcheck_copy_fill_inplace) {
     check_both(f_copy_, in, 2, NULL, "copy_", "broadcast [3] into a non-leaf [2, 3]");
     check_both(f_fill_, in, 2, NULL, "fill_", "non-leaf");
     check_both(f_inplace, in, 2, NULL, "in-place", "sin_, mul_, sub_, exp_ on a non-leaf");
+    check_both(f_inplace_view, in, 2, NULL, "in-place on views of a non-contiguous base",
+               "mul_ on narrow, add_ on select, mul_ on transpose");
+    ct_tensor *xc = make_input("mul", 0, CT_SHAPE(2, 3), CONTIG, true);
+    ct_tensor *in2[] = {xc, y};
+    check_both(f_inplace_view, in2, 2, NULL, "in-place on views", "mul_ on narrow, add_ on select, mul_ on transpose");
     CHECK_ERR_INT(ct_gradcheck(f_inplace_bad, (const ct_tensor *const *)in, 1, NULL, 0, -1, -1),
                   "one of the variables needed for gradient computation has been modified by an inplace operation: "
                   "[torch.DoubleTensor [2, 3]], which is output 0 of ExpBackward0, is at version 2; expected version 1 "
@@ -641,7 +661,7 @@ static const char *const known_crashes[] = {"max_dim", "min_dim", "sort", "topk"
 TEST(gradcheck_op_rows_of_other_families) {
     for (size_t i = 0; i < sizeof op_cases / sizeof op_cases[0]; i++) {
         const OpCase *c = &op_cases[i];
-        if (any_of(c->name, known_crashes)) {
+        if (any_of(c->name, known_crashes) && !getenv("CT_RUN_KNOWN_CRASHES")) {
             fprintf(stderr, "  SKIPPED %s: engine double free on an unused output's gradient (reported)\n", c->name);
             continue;
         }
@@ -739,6 +759,18 @@ TEST(custom_exp_as_in_the_notes) {
     CHECK_NEAR(ct_item(ct_grad(x)), exp(0.5), 1e-6);
     /* the saved result was freed: a second backward fails as torch's does */
     CHECK_ERR_INT(ct_backward(y, NULL), "Trying to backward through the graph a second time");
+    /* with retain_graph the saved tensors stay: backward twice accumulates */
+    ct_tensor *x2 = ct_scalar(0.5), *y2;
+    ct_set_requires_grad(x2, true);
+    CHECK_EQ_INT(ct_function_apply(&Exp, (const ct_tensor *[]){x2}, 1, &y2, 1), 0);
+    CHECK_EQ_INT(ct_backward_ex(y2, NULL, true, false), 0);
+    CHECK_EQ_INT(ct_backward(y2, NULL), 0);
+    CHECK_NEAR(ct_item(ct_grad(x2)), 2 * exp(0.5), 1e-6);
+    CHECK_ERR_INT(ct_backward(y2, NULL), "Trying to backward through the graph a second time");
+    /* graph printing shows the custom node */
+    ct_graph_repr(ct_mul(y2, x2), buf, sizeof buf);
+    CHECK_STR(buf, "MulBackward0\n  ExpBackward\n    AccumulateGrad [] float32\n  AccumulateGrad [] float32\n");
+    CHECK_EQ_INT(ct_print_graph(y2), 0);
 }
 
 TEST(custom_exp_gradcheck_and_gradgradcheck) {
@@ -963,6 +995,12 @@ TEST(functional_jacobian_hessian_vjp_jvp) {
     CHECK_NEAR(rv[1], 2, 0);
     CHECK_NEAR(rv[2], -6, 0);
     CHECK_NEAR(ct_item(ct_select(out, 0, 2)), 9, 0);
+    CHECK_EQ_INT(ct_hvp(f_cube_sum, x, v, NULL, &out, &r), 0); /* H = diag(6x) */
+    ct_copy_to_buffer(r, rv, CT_FLOAT64);
+    CHECK_NEAR(rv[0], 6, 1e-12);
+    CHECK_NEAR(rv[1], 6, 1e-12);
+    CHECK_NEAR(rv[2], -18, 1e-12);
+    CHECK_NEAR(ct_item(out), 36, 1e-12);
     /* errors worded as torch's */
     CHECK_ERR_INT(ct_vjp(f_square, x, NULL, NULL, &out, &r),
                   "The vector v can only be None if the user-provided function returns a single Tensor with a "

@@ -37,7 +37,9 @@ TEST(no_scope_means_caller_owns) {
     ct_scope_end();
     ct_tensor *a = ct_ones(CT_SHAPE(3), CT_FLOAT32);
     ct_tensor *b = ct_mul_scalar(a, 2);
-    CHECK_NEAR(ct_item(ct_select(b, 0, 2)), 2.0, 0);
+    ct_tensor *s = ct_select(b, 0, 2);
+    CHECK_NEAR(ct_item(s), 2.0, 0);
+    ct_free(s);
     ct_free(a);
     ct_free(b);
     ct_scope_begin();

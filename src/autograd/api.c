@@ -216,8 +216,13 @@ ct_tensor *ct_movedim(const ct_tensor *h, const int *source, const int *destinat
     bool used_src[CT_MAX_DIMS] = {false}, used_dst[CT_MAX_DIMS] = {false};
     for (int i = 0; i < n; i++) {
         if ((src[i] = c10_wrap_dim(source[i], nd)) < 0 || (dst[i] = c10_wrap_dim(destination[i], nd)) < 0) return NULL;
-        if (used_src[src[i]]) return c10_error("movedim: repeated dim in `source` (%s)", "[...]");
-        if (used_dst[dst[i]]) return c10_error("movedim: repeated dim in `destination` (%s)", "[...]");
+        if (used_src[src[i]] || used_dst[dst[i]]) {
+            int64_t list[CT_MAX_DIMS];
+            const int *which = used_src[src[i]] ? source : destination;
+            for (int j = 0; j < n; j++) list[j] = which[j];
+            return c10_error("movedim: repeated dim in `%s` (%s)", used_src[src[i]] ? "source" : "destination",
+                             c10_shape_str(list, n));
+        }
         used_src[src[i]] = used_dst[dst[i]] = true;
     }
     for (int i = 0; i < nd; i++) perm[i] = -1;
@@ -258,6 +263,7 @@ ct_tensor *ct_flatten(const ct_tensor *h, int start_dim, int end_dim) {
     if (e < 0) return NULL;
     if (s > e) return c10_error("flatten() has invalid args: start_dim cannot come after end_dim");
     if (t->ndim == 0) return ct_reshape(h, INTS(1));
+    if (s == e) return view_op(OP_alias, h, NULL, 0);
     int64_t shape[CT_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < s; i++) shape[n++] = t->sizes[i];
@@ -277,6 +283,15 @@ ct_tensor *ct_unflatten(const ct_tensor *h, int dim, const int64_t *sizes, int n
     if (t->ndim - 1 + n > CT_MAX_DIMS) return c10_error("unflatten: too many dimensions");
     int64_t shape[CT_MAX_DIMS], part[CT_MAX_DIMS];
     memcpy(part, sizes, sizeof(int64_t) * (size_t)n);
+    int64_t prod = 1;
+    bool infer = false;
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] == -1) infer = true;
+        else prod *= sizes[i];
+    }
+    if (!infer && prod != t->sizes[d])
+        return c10_error("unflatten: Provided sizes %s don't multiply up to the size of dim %d (%lld) in the input tensor",
+                         c10_shape_str(sizes, n), d, (long long)t->sizes[d]);
     if (c10_infer_shape("unflatten", part, n, t->sizes[d]) < 0) return NULL;
     int k = 0;
     for (int i = 0; i < d; i++) shape[k++] = t->sizes[i];
@@ -294,6 +309,7 @@ ct_tensor *ct_detach(const ct_tensor *h) {
 /* ---- multi-result views ---- */
 
 static int split_sizes(const ct_tensor *h, const int64_t *sizes, int n, int dim, ct_tensor **out) {
+    int raw = dim;
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
     if (t->ndim == 0) return c10_error_int("split: a 0-dim tensor cannot be split");
@@ -307,7 +323,7 @@ static int split_sizes(const ct_tensor *h, const int64_t *sizes, int n, int dim,
     }
     if (total != t->sizes[d])
         return c10_error_int("split_with_sizes expects split_sizes to sum exactly to %lld (input tensor's size at "
-                             "dimension %d), but got split_sizes=%s", (long long)t->sizes[d], d, c10_shape_str(sizes, n));
+                             "dimension %d), but got split_sizes=%s", (long long)t->sizes[d], raw, c10_shape_str(sizes, n));
     int64_t start = 0;
     for (int i = 0; i < n; i++) {
         if (!(out[i] = ct_narrow(h, d, start, sizes[i]))) {
@@ -381,7 +397,7 @@ ct_tensor *ct_contiguous(const ct_tensor *h) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
     if (t->is_contiguous) return view_op(OP_alias, h, NULL, 0); /* a new handle, the same storage */
-    return view_op(OP_clone, h, NULL, 0);
+    return view_op(OP_contiguous, h, NULL, 0);
 }
 ct_tensor *ct_clone(const ct_tensor *t) { return view_op(OP_clone, t, NULL, 0); }
 ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dtype) { return view_op(OP_to_dtype, t, INTS(dtype)); }

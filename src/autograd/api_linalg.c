@@ -113,12 +113,15 @@ ct_tensor *ct_max_pool2d_with_indices(const ct_tensor *input, const int64_t *ker
     a.i[6] = dilation ? dilation[0] : 1;
     a.i[7] = dilation ? dilation[1] : 1;
     a.i[8] = ceil_mode;
-    TensorImpl *out[OP_MAX_OUTS];
-    if (ag_call(OP_max_pool2d, &a, out) < 0) return NULL;
-    ct_tensor *v = c10_wrap(out[0]);
-    if (indices) *indices = c10_wrap(out[1]);
-    else c10_release(out[1]);
-    return v;
+    TensorImpl *idx = NULL;
+    if (indices && !(idx = at_call1(OP_max_pool2d_indices, &a))) return NULL;
+    TensorImpl *v = ag_call1(OP_max_pool2d, &a);
+    if (!v) {
+        c10_release(idx);
+        return NULL;
+    }
+    if (indices) *indices = c10_wrap(idx);
+    return c10_wrap(v);
 }
 
 ct_tensor *ct_max_pool2d(const ct_tensor *input, const int64_t *kernel, const int64_t *stride,

@@ -76,7 +76,7 @@ ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean, ct_ten
     TensorImpl *x = c10_unwrap(input), *w, *b, *rm, *rv;
     if (!x || !opt(weight, &w) || !opt(bias, &b) || !opt(running_mean, &rm) || !opt(running_var, &rv)) return NULL;
     OpArgs a = {.t = {x, w, b, rm, rv}, .nt = 5, .i = {training}, .ni = 1, .s = {momentum, eps}};
-    return c10_wrap(ag_call1(OP_batch_norm, &a));
+    return c10_wrap(ag_call1(training ? OP_batch_norm : OP_batch_norm_eval, &a));
 }
 
 static ct_tensor *act(int op, const ct_tensor *h, double s0, double s1) {
@@ -95,34 +95,6 @@ ct_tensor *ct_elu(const ct_tensor *a, double alpha) { return act(OP_elu, a, alph
 
 /* ------------------------------------------------------------------ dropout */
 
-/* An uninitialised tensor of t's shape in t's memory order when t is dense (a
- * permutation of a contiguous layout), else contiguous: torch's empty_like. */
-static TensorImpl *empty_like_layout(const TensorImpl *t) {
-    int n = t->ndim, perm[CT_MAX_DIMS];
-    for (int i = 0; i < n; i++) perm[i] = i;
-    for (int i = 1; i < n; i++) { /* stable sort by decreasing stride */
-        int d = perm[i], j = i;
-        while (j > 0 && t->strides[perm[j - 1]] < t->strides[d]) perm[j] = perm[j - 1], j--;
-        perm[j] = d;
-    }
-    bool dense = !t->is_contiguous && n > 1;
-    int64_t expect = 1;
-    for (int i = n - 1; i >= 0 && dense; i--) {
-        int d = perm[i];
-        if (t->sizes[d] == 1) continue;
-        dense = t->strides[d] == expect;
-        expect *= t->sizes[d];
-    }
-    if (!dense) return c10_empty(t->sizes, t->ndim, t->dtype, t->device);
-    int64_t psizes[CT_MAX_DIMS], inv[CT_MAX_DIMS];
-    for (int i = 0; i < n; i++) psizes[i] = t->sizes[perm[i]], inv[perm[i]] = i;
-    TensorImpl *e = c10_empty(psizes, n, t->dtype, t->device);
-    if (!e) return NULL;
-    TensorImpl *v = c10_permute(e, inv, n);
-    c10_release(e);
-    return v;
-}
-
 ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training) {
     TensorImpl *x = c10_unwrap(input);
     if (!x) return NULL;
@@ -134,7 +106,8 @@ ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training) {
     if (p == 1) {
         noise = c10_scalar_tensor(0, x->dtype, x->device);
     } else {
-        noise = empty_like_layout(x);
+        /* torch: empty_like(input, LEGACY_CONTIGUOUS_MEMORY_FORMAT).bernoulli_(1 - p) */
+        noise = c10_empty(x->sizes, x->ndim, x->dtype, x->device);
         if (noise && x->device != CT_META) {
             c10_bernoulli_fill(noise, 1 - p);
             /* noise.div_(1 - p), computed as torch does in the dtype's compute type */

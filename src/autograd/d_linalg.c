@@ -205,17 +205,21 @@ int d_conv_backward_weight(BackwardCtx *c, TensorImpl **gi) {
 
 static OpArgs shape_args(TensorImpl *t0, TensorImpl *t1, const int64_t *pre, int npre, const InputMeta *m) {
     OpArgs a = {.t = {t0, t1}, .nt = t1 ? 2 : 1};
-    memcpy(a.i, pre, sizeof(int64_t) * (size_t)npre);
+    if (npre) memcpy(a.i, pre, sizeof(int64_t) * (size_t)npre);
     a.i[npre] = m->ndim;
     memcpy(a.i + npre + 1, m->sizes, sizeof(int64_t) * (size_t)m->ndim);
     a.ni = npre + 1 + m->ndim;
     return a;
 }
 
-/* max_pool2d: the gradient goes to the argmax of each window (out[1]: the indices) */
+/* max_pool2d: the gradient goes to the argmax of each window (indices
+ * recomputed from the saved input) */
 int d_max_pool2d(BackwardCtx *c, TensorImpl **gi) {
-    OpArgs a = shape_args(G, c->out[1], NULL, 0, META(0));
-    if (!a.t[1]) return -1;
+    OpArgs ia = *c->args;
+    ia.t[0] = IN(0), ia.nt = 1;
+    TensorImpl *idx = F(at_call1(OP_max_pool2d_indices, &ia));
+    if (!idx) return -1;
+    OpArgs a = shape_args(G, idx, NULL, 0, META(0));
     SET(0, F(ag_call1(OP_max_pool2d_backward, &a)));
     return 0;
 }

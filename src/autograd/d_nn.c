@@ -60,8 +60,6 @@ static TensorImpl *softmax_dim(int op, TensorImpl *x, int dim) {
     OpArgs a = {.t = {x}, .nt = 1, .i = {dim, 0, 1}, .ni = 3};
     return F(ag_call1(op, &a));
 }
-/* a detached alias (a constant for the composite formulas) */
-static TensorImpl *constant(TensorImpl *x) { return x ? F(c10_alias(x)) : NULL; }
 
 /* ---------------------------------------------------------- classification */
 
@@ -79,21 +77,21 @@ static TensorImpl *class_gb(BackwardCtx *c, TensorImpl *x, TensorImpl *target, T
         if (!tc) return NULL;
         D = nn_class_divisor(&g, (const int64_t *)c10_data(tc), w, ignore);
     }
-    return DIVS(G, D);
+    return DIVS(G, D != 0 ? D : 1); /* D == 0: every target ignored, the gradient is 0 (as PyTorch's) */
 }
 
 int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {
-    TensorImpl *x = c->in[0], *target = c->in[1], *w = c->in[2], *lse = c->out[1];
+    TensorImpl *x = c->in[0], *target = c->in[1], *w = c->in[2];
     int64_t reduction = c->args->i[0], ignore = c->args->i[1];
     double eps = c->args->s[0];
     if (weight_not_differentiable(c, 2) < 0) return -1;
     int cls = x->ndim > 1 ? 1 : 0;
     if (c->needs[0]) {
         if (!ag_grad_enabled()) {
-            if (nn_cross_entropy_grad(x, target, w, lse, G, reduction, ignore, eps, false, &gi[0], NULL) < 0) return -1;
+            if (nn_cross_entropy_grad(x, target, w, G, reduction, ignore, eps, false, &gi[0], NULL) < 0) return -1;
         } else {
             TensorImpl *a = NULL, *A = NULL;
-            if (nn_cross_entropy_grad(x, target, w, lse, G, reduction, ignore, eps, true, &a, &A) < 0) return -1;
+            if (nn_cross_entropy_grad(x, target, w, G, reduction, ignore, eps, true, &a, &A) < 0) return -1;
             F(a), F(A);
             TensorImpl *p = softmax_dim(OP_softmax, x, cls);
             TensorImpl *Ab = cls ? unsqueeze(A, 1) : A;
@@ -105,7 +103,6 @@ int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {
     }
     if (c->needs[1]) { /* class probabilities: -(1 - eps) * w * log_softmax(x) * gb */
         TensorImpl *logp = softmax_dim(OP_log_softmax, x, cls);
-        if (!ag_grad_enabled()) logp = constant(logp);
         TensorImpl *t = MULS(logp, -(1 - eps));
         if (w) t = MUL(t, channel_view(w, x->ndim));
         TensorImpl *r = MUL(t, class_gb(c, x, target, w, true));
@@ -229,7 +226,7 @@ int d_layer_norm(BackwardCtx *c, TensorImpl **gi) {
     int nn = c->args->ni;
     if (!ag_grad_enabled()) {
         bool needs[3] = {c->needs[0], c->needs[1], c->node->num_next > 2 && c->needs[2]};
-        return nn_layer_norm_grad(x, w, c->out[1], c->out[2], G, c->args->i, nn, needs, gi);
+        return nn_layer_norm_grad(x, w, c->args->s[0], G, c->args->i, nn, needs, gi);
     }
     int dims[CT_MAX_DIMS];
     for (int k = 0; k < nn; k++) dims[k] = x->ndim - nn + k;
@@ -247,18 +244,20 @@ int d_layer_norm(BackwardCtx *c, TensorImpl **gi) {
 
 int d_batch_norm(BackwardCtx *c, TensorImpl **gi) {
     TensorImpl *x = c->in[0], *w = c->in[1];
-    bool training = c->args->i[0] != 0;
+    bool training = c->node->op == OP_batch_norm;
+    TensorImpl *rm = c->in[3], *rv = c->in[4];
+    double eps = c->args->s[1];
     bool needs[3] = {c->needs[0], c->needs[1], c->node->num_next > 2 && c->needs[2]};
-    if (!ag_grad_enabled()) return nn_batch_norm_grad(x, w, c->out[1], c->out[2], G, training, needs, gi);
+    if (!ag_grad_enabled()) return nn_batch_norm_grad(x, w, rm, rv, eps, G, training, needs, gi);
     int dims[CT_MAX_DIMS], n = 0;
     for (int k = 0; k < x->ndim; k++)
         if (k != 1) dims[n++] = k;
     TensorImpl *rstd = NULL, *xhat;
     if (training) {
-        xhat = normalise(x, dims, n, c->args->s[1], &rstd);
+        xhat = normalise(x, dims, n, eps, &rstd);
     } else {
-        TensorImpl *m = channel_view(constant(c->out[1]), x->ndim);
-        rstd = channel_view(constant(c->out[2]), x->ndim);
+        TensorImpl *m = channel_view(F(at_to_dtype(rm, x->dtype)), x->ndim);
+        rstd = channel_view(UN(rsqrt, ADDS(F(at_to_dtype(rv, x->dtype)), eps)), x->ndim);
         xhat = MUL(SUB(x, m), rstd);
     }
     if (!xhat) return -1;

@@ -226,12 +226,12 @@ int d_as_strided(BackwardCtx *c, TensorImpl **gi) {
 int d_view_scatter(BackwardCtx *c, TensorImpl **gi) {
     const int64_t *i = c->args->i;
     int nb = (int)i[0], nv = (int)i[1 + nb];
-    TensorImpl *cg = F(ag_unary(OP_clone, G)); /* contiguous, offset 0 */
+    TensorImpl *cg = F(ag_unary(OP_contiguous, G));
     if (!cg) return -1;
     OpArgs a = {.t = {cg}, .nt = 1, .ni = 2 * nv + 2};
     memcpy(a.i, i + 2 + nb, sizeof(int64_t) * (size_t)(2 * nv));
     a.i[2 * nv] = nv;
-    a.i[2 * nv + 1] = i[2 + nb + 2 * nv];
+    a.i[2 * nv + 1] = i[2 + nb + 2 * nv] + cg->offset;
     return (gi[0] = ag_call1(OP_as_strided, &a)) ? 0 : -1;
 }
 

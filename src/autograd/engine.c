@@ -174,7 +174,7 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
     BackwardCtx c = {.node = n, .go = inputs, .args = &n->args};
     int rc = 0;
     for (int k = 0; k < n->num_inputs && rc == 0; k++)
-        if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = F(ag_zeros_like_meta(&n->out_meta[k]))))
+        if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = ag_zeros_like_meta(&n->out_meta[k])))
             rc = -1;
     for (int k = 0; k < n->num_next; k++) c.needs[k] = needs ? needs[k] : n->next[k].fn && n->next[k].fn->needed;
     if (n->released && (deriv_info[n->op].flags & 0xfff)) /* its saved tensors are gone */
@@ -200,7 +200,8 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
 static int apply_copy_slices(Node *n, TensorImpl *grad, TensorImpl **gi) {
     CopySlicesInfo *cs = n->extra;
     int mark = ag_frame_begin(), rc = -1;
-    TensorImpl *result = grad ? ag_unary(OP_clone, grad) : ag_zeros_like_meta(&n->in_meta[0]);
+    /* a private contiguous copy: the view's part is overwritten below */
+    TensorImpl *result = grad ? ag_unary(OP_contiguous, F(ag_unary(OP_clone, grad))) : ag_zeros_like_meta(&n->in_meta[0]);
     if (!result) goto out;
     OpArgs a = {.t = {result}, .nt = 1, .ni = 2 * cs->ndim + 2};
     memcpy(a.i, cs->sizes, sizeof(int64_t) * (size_t)cs->ndim);

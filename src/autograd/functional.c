@@ -7,7 +7,9 @@
  *   hessian:  the jacobian of x -> autograd.grad(f(x), x, create_graph=True);
  *   vjp:      autograd.grad(f(x), x, v);
  *   jvp:      the double-vjp trick: g(u) = autograd.grad(f(x), x, u, create_graph)
- *             is linear in u (= J^T u), so autograd.grad(g, u, v) = J v. */
+ *             is linear in u (= J^T u), so autograd.grad(g, u, v) = J v;
+ *   hvp:      autograd.grad(autograd.grad(f(x), x, create_graph), x, v) = v^T H,
+ *             which is H v as the Hessian of a twice differentiable f is symmetric. */
 #include "autograd/autograd.h"
 #include <stdlib.h>
 
@@ -222,5 +224,50 @@ int ct_jvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     }
     *output = c10_wrap(out);
     *jvp = c10_wrap(res);
+    return 0;
+}
+
+int ct_hvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **hvp) {
+    if (!f || !output || !hvp) return c10_error_int("hvp: the function and the result pointers must not be NULL");
+    *output = *hvp = NULL;
+    TensorImpl *xt = c10_unwrap(input), *vt = NULL;
+    if (!xt || (v && !(vt = c10_unwrap(v)))) return -1;
+    if (!v && xt->numel != 1)
+        return c10_error_int("The vector v can only be None if the input to the user-provided function is a single "
+                             "Tensor with a single element.");
+    if (v && !same_shape(vt, xt))
+        return c10_error_int("v has invalid size: should be torch.Size(%s) but got torch.Size(%s).",
+                             c10_shape_str(xt->sizes, xt->ndim), c10_shape_str(vt->sizes, vt->ndim));
+    bool prev = ag_set_grad_enabled(true);
+    ct_scope_begin();
+    TensorImpl *out = NULL, *res = NULL;
+    ct_tensor *x = grad_input(input, "hvp"), *y = NULL, *r = NULL;
+    int rc = x ? run(f, ctx, x, &y, "hvp") : -1;
+    TensorImpl *yt = rc == 0 ? c10_unwrap(y) : NULL;
+    if (rc == 0 && yt->numel != 1)
+        rc = c10_error_int("The Tensor returned by the function given to hvp should contain a single element");
+    if (rc == 0 && ag_requires_grad(yt)) {
+        ct_tensor *g = NULL;
+        const ct_tensor *yo = y;
+        if (ct_autograd_grad(&yo, NULL, 1, (const ct_tensor *const *)&x, 1, &g, true, true, true) < 0) rc = -1;
+        else if (g && ct_requires_grad(g)) {
+            ct_tensor *vv = v ? (ct_tensor *)v : ct_ones_like(x);
+            const ct_tensor *go = g, *vo = vv;
+            if (!vv || ct_autograd_grad(&go, &vo, 1, (const ct_tensor *const *)&x, 1, &r, false, false, true) < 0)
+                rc = -1;
+        }
+    }
+    if (rc == 0 && !r) r = ct_zeros_like(x);
+    if (rc == 0 && (!r || !(res = c10_alias(c10_unwrap(r))))) rc = -1;
+    if (rc == 0 && !(out = c10_alias(yt))) rc = -1;
+    ct_scope_end();
+    ag_set_grad_enabled(prev);
+    if (rc < 0) {
+        c10_release(out);
+        c10_release(res);
+        return -1;
+    }
+    *output = c10_wrap(out);
+    *hvp = c10_wrap(res);
     return 0;
 }

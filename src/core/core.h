@@ -201,7 +201,9 @@ CT_INTERNAL bool c10_has_internal_overlap(const TensorImpl *t);
 /* Copies src into dst elementwise (same numel, any layouts, any dtypes); no checks. */
 CT_INTERNAL void c10_copy_strided(TensorImpl *dst, const TensorImpl *src);
 CT_INTERNAL TensorImpl *c10_contiguous(const TensorImpl *t); /* new ref; self if contiguous */
-CT_INTERNAL int c10_fill(TensorImpl *t, double v);
+CT_INTERNAL int c10_fill(TensorImpl *t, double v); /* any layout, overlapping too */
+/* Can v be stored in dtype d without overflow? -1 with PyTorch's message if not. */
+CT_INTERNAL int c10_check_value_fits(double v, ct_dtype d);
 
 /* ------------------------------------------------ views: pure geometry, no autograd */
 CT_INTERNAL TensorImpl *c10_as_strided(const TensorImpl *t, const int64_t *size, const int64_t *stride,

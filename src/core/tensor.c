@@ -1,6 +1,7 @@
 /* tensor.c: StorageImpl and TensorImpl lifetimes, handles and scopes, and the
  * small geometry helpers every layer uses. */
 #include "core.h"
+#include <math.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -196,6 +197,18 @@ TensorImpl *c10_contiguous(const TensorImpl *t) {
     return out;
 }
 
+int c10_check_value_fits(double v, ct_dtype d) {
+    static const char *const names[CT_NUM_DTYPES] = {"bool", "uint8_t", "int8_t", "int16_t", "int", "int64_t",
+                                                     "at::Half", "at::BFloat16", "float", "double"};
+    static const double lo[CT_NUM_DTYPES] = {0, 0, -128, -32768, -2147483648.0, -9223372036854775808.0};
+    static const double hi[CT_NUM_DTYPES] = {0, 255, 127, 32767, 2147483647.0, 9223372036854775807.0};
+    bool bad = false;
+    if (c10_is_integral(d, false)) bad = !(v >= lo[d] && v <= hi[d]); /* NaN fails too */
+    else if (d == CT_FLOAT16) bad = isfinite(v) && fabs(v) > 65504.0;
+    else if (d == CT_BFLOAT16 || d == CT_FLOAT32) bad = isfinite(v) && fabs(v) > 3.4028234663852886e38;
+    return bad ? c10_error_int("value cannot be converted to type %s without overflow", names[d]) : 0;
+}
+
 int c10_fill(TensorImpl *t, double v) {
     char *d = c10_data(t);
     if (!d || t->numel == 0) return 0;
@@ -203,7 +216,21 @@ int c10_fill(TensorImpl *t, double v) {
     char one[8];
     c10_store_double(one, t->dtype, v);
     if (t->is_contiguous) {
-        for (int64_t i = 0; i < t->numel; i++) memcpy(d + (size_t)i * es, one, es);
+        int64_t n = t->numel;
+        switch (es) { /* typed loops the compiler turns into vector stores */
+#define FILL(T)                                                                  \
+    {                                                                            \
+        T x, *p = (T *)d;                                                        \
+        memcpy(&x, one, sizeof x);                                               \
+        for (int64_t i = 0; i < n; i++) p[i] = x;                                \
+    }                                                                            \
+    break;
+        case 1: FILL(uint8_t)
+        case 2: FILL(uint16_t)
+        case 4: FILL(uint32_t)
+        default: FILL(uint64_t)
+#undef FILL
+        }
     } else {
         for (int64_t i = 0; i < t->numel; i++) memcpy(d + c10_linear_offset(t, i), one, es);
     }

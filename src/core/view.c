@@ -2,6 +2,7 @@
  * TensorImpl over the same storage, or NULL with PyTorch's message. The ops layer
  * registers them as ops, the autograd layer gives them backward functions. */
 #include "core.h"
+#include <stdio.h>
 
 static TensorImpl *restride(const TensorImpl *t, const int64_t *sizes, const int64_t *strides,
                             int ndim, int64_t offset) {
@@ -56,6 +57,12 @@ int c10_infer_shape(const char *op, int64_t *shape, int ndim, int64_t numel) {
                                  c10_shape_str(shape, ndim), (long long)numel);
         }
     }
+    if (infer >= 0 && known == 0 && numel == 0) {
+        char shp[256];
+        snprintf(shp, sizeof shp, "%s", c10_shape_str(shape, ndim));
+        return c10_error_int("%s: cannot reshape tensor of 0 elements into shape %s because the unspecified "
+                             "dimension size -1 can be any value and is ambiguous", op, shp);
+    }
     if (infer >= 0 && known != 0 && numel % known == 0) {
         shape[infer] = numel / known;
         return 0;
@@ -70,7 +77,7 @@ int c10_infer_shape(const char *op, int64_t *shape, int ndim, int64_t numel) {
  * Walk both shapes from the right, matching chunks of t's dims that are
  * contiguous with each other. */
 bool c10_view_strides(const TensorImpl *t, const int64_t *shape, int ndim, int64_t *out) {
-    if (t->numel == 0) { /* any strides do; use contiguous ones */
+    if (t->numel == 0 || t->ndim == 0) { /* any strides do; use contiguous ones */
         int64_t st = 1;
         for (int i = ndim - 1; i >= 0; i--) {
             out[i] = st;
@@ -156,7 +163,7 @@ TensorImpl *c10_select(const TensorImpl *t, int dim, int64_t index) {
     int64_t n = t->sizes[d];
     if (index < -n || index >= n)
         return c10_error("select(): index %lld out of range for tensor of size %s at dimension %d",
-                         (long long)index, c10_shape_str(t->sizes, t->ndim), dim);
+                         (long long)index, c10_shape_str(t->sizes, t->ndim), d);
     if (index < 0) index += n;
     int64_t sizes[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     for (int i = 0, j = 0; i < t->ndim; i++)
@@ -209,7 +216,9 @@ TensorImpl *c10_expand(const TensorImpl *t, const int64_t *shape, int ndim) {
     int64_t sizes[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     for (int i = ndim - 1; i >= 0; i--) {
         int off = ndim - 1 - i, d = t->ndim - 1 - off;
-        int64_t size = d >= 0 ? t->sizes[d] : 1, stride = d >= 0 ? t->strides[d] : 0;
+        /* a new leading dim gets the stride it would have if contiguous (PyTorch's inferExpandGeometry) */
+        int64_t size = d >= 0 ? t->sizes[d] : 1,
+                stride = d >= 0 ? t->strides[d] : (i == ndim - 1 ? 1 : sizes[i + 1] * strides[i + 1]);
         int64_t target = shape[i];
         if (target == -1) {
             if (d < 0)

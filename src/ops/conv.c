@@ -255,7 +255,13 @@ static bool is_pointwise(const ConvGeo *g) {
 
 /* Contiguous copy of t in dtype cd (a new reference; t itself when it already is). */
 static TensorImpl *in_compute(const TensorImpl *t, ct_dtype cd) {
-    return t->dtype == cd ? at_contiguous(t) : at_to_dtype(t, cd);
+    if (t->dtype == cd) return at_contiguous(t);
+    TensorImpl *o = c10_empty(t->sizes, t->ndim, cd, t->device);
+    if (o && at_copy_(o, t) < 0) {
+        c10_release(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* Which samples run in parallel: all of them over threads when there are several. */
@@ -546,6 +552,8 @@ static int float_only(const char *op, const char *kernel, ct_dtype d) {
     return 0;
 }
 
+static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
+
 /* The max-pool kernel over planes of T: values and indices (ih * W + iw). */
 #define MAXPOOL(SUF, T)                                                                                   \
     static void maxpool_##SUF(const T *x, T *y, int64_t *idx, const PoolGeo *p) {                         \
@@ -583,9 +591,24 @@ MAXPOOL(f32, float)
 MAXPOOL(f64, double)
 
 /* t[0] = input [N,] C, H, W; i: kernel[2], stride[2], padding[2], dilation[2], ceil_mode.
- * Outputs: values, indices (int64, into each H*W plane). */
+ * The max_pool2d row gives the values, the max_pool2d_indices row the indices
+ * (int64, into each H*W plane; not differentiable). (Two single-output rows
+ * rather than one with two outputs: the backward recomputes the indices from
+ * the saved input.) */
 int fwd_max_pool2d(int op, const OpArgs *a, TensorImpl **out) {
-    (void)op;
+    TensorImpl *res[2] = {NULL, NULL};
+    if (max_pool2d_both(a, res) < 0) {
+        c10_release(res[0]);
+        c10_release(res[1]);
+        return -1;
+    }
+    int keep = op == OP_max_pool2d_indices ? 1 : 0;
+    out[0] = res[keep];
+    c10_release(res[1 - keep]);
+    return 1;
+}
+
+static int max_pool2d_both(const OpArgs *a, TensorImpl **out) {
     const char *name = "max_pool2d";
     const TensorImpl *x = a->t[0];
     PoolGeo p = {.kh = a->i[0], .kw = a->i[1], .sh = a->i[2], .sw = a->i[3], .ph = a->i[4], .pw = a->i[5],

@@ -20,6 +20,13 @@
 
 #define GRAIN 32768
 
+/* OpenMP pragmas that vanish in builds without OpenMP */
+#ifdef _OPENMP
+#define OMP(x) _Pragma(#x)
+#else
+#define OMP(x)
+#endif
+
 /* ------------------------------------------------------------------ helpers */
 
 #define ELSIZE_SWITCH(es, ...)                                                   \
@@ -106,16 +113,6 @@ static void offsets_of(const int64_t *sizes, const int64_t *strides, int n, int6
             idx[d] = 0;
         }
     }
-}
-
-/* Offset of row-major position k of (sizes, strides). */
-static inline int64_t offset_at(const int64_t *sizes, const int64_t *strides, int n, int64_t k) {
-    int64_t off = 0;
-    for (int d = n - 1; d >= 0; d--) {
-        off += (k % sizes[d]) * strides[d];
-        k /= sizes[d];
-    }
-    return off;
 }
 
 static int copy_into(TensorImpl *dst, const TensorImpl *src) { return at_copy_(dst, src); }
@@ -256,10 +253,23 @@ int fwd_index_select(int op, const OpArgs *a, TensorImpl **out) {
         char *d = c10_data(o);
         const int64_t *ip = ldata(idx);
         int64_t total = outer * n;
-#pragma omp parallel for if (total * inner > GRAIN)
-        for (int64_t k = 0; k < total; k++) {
-            int64_t i = k / n, j = k % n;
-            memcpy(d + (size_t)k * row, s + ((size_t)i * (size_t)size + (size_t)ip[j]) * row, row);
+        if (inner == 1) { /* one element per index: typed copies */
+            ELSIZE_SWITCH(es, {
+                const E *sp = (const E *)s;
+                E *dp = (E *)d;
+OMP(omp parallel for if (total > GRAIN))
+                for (int64_t i = 0; i < outer; i++) {
+                    const E *restrict sr = sp + i * size;
+                    E *restrict dr = dp + i * n;
+                    for (int64_t j = 0; j < n; j++) dr[j] = sr[ip[j]];
+                }
+            })
+        } else {
+OMP(omp parallel for if (total * inner > GRAIN))
+            for (int64_t k = 0; k < total; k++) {
+                int64_t i = k / n, j = k % n;
+                memcpy(d + (size_t)k * row, s + ((size_t)i * (size_t)size + (size_t)ip[j]) * row, row);
+            }
         }
         r = 0;
     }
@@ -281,7 +291,7 @@ int fwd_index_select(int op, const OpArgs *a, TensorImpl **out) {
         ST *dst = (ST *)dst_;                                                    \
         const ST *src = (const ST *)src_;                                        \
         CT al = (CT)alpha;                                                       \
-        _Pragma("omp parallel for if (outer * n * inner > GRAIN && outer > 1)")  \
+        OMP(omp parallel for if (outer * n * inner > GRAIN && outer > 1))  \
         for (int64_t i = 0; i < outer; i++)                                      \
             for (int64_t j = 0; j < n; j++) {                                    \
                 ST *restrict dr = dst + (i * size + idx[j]) * inner;             \
@@ -474,14 +484,20 @@ int fwd_gather(int op, const OpArgs *a, TensorImpl **out) {
     const char *s = c10_data(self);
     char *d = c10_data(o);
     int64_t n = o->numel;
+    /* rows of the last dim: one offset computation per row */
+    int last = w.n ? w.n - 1 : 0;
+    int64_t L = w.n ? w.sizes[last] : 1, rows = n / L;
+    int64_t st_dim = w.n ? w.st[dim] : 0, st_last = (w.n && last != dim) ? w.st[last] : 0;
     ELSIZE_SWITCH(c10_elsize[self->dtype], {
         const E *sp = (const E *)s;
         E *dp = (E *)d;
-_Pragma("omp parallel for if (n > GRAIN)")
-        for (int64_t k = 0; k < n; k++) {
-            int64_t oa, ob;
-            gs_offsets(&w, k, ip[k], &oa, &ob);
-            dp[k] = sp[oa];
+OMP(omp parallel for if (n > GRAIN))
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t base, ob;
+            gs_offsets(&w, r * L, 0, &base, &ob);
+            const int64_t *restrict ir = ip + r * L;
+            E *restrict dr = dp + r * L;
+            for (int64_t j = 0; j < L; j++) dr[j] = sp[base + j * st_last + ir[j] * st_dim];
         }
     })
     c10_release(idx);
@@ -818,7 +834,7 @@ int fwd_index(int op, const OpArgs *a, TensorImpl **out) {
     ELSIZE_SWITCH(c10_elsize[self->dtype], {
         const E *sp = (const E *)s;
         E *dp = (E *)d;
-_Pragma("omp parallel for if (rows * NQ > GRAIN)")
+OMP(omp parallel for if (rows * NQ > GRAIN))
         for (int64_t r = 0; r < rows; r++) {
             const E *src = sp + poff[r / NB] + boff[r % NB];
             E *dst = dp + r * NQ;
@@ -1174,7 +1190,7 @@ static int tri(const char *name, bool lower, const OpArgs *a, TensorImpl **out) 
     int64_t mats = o->numel / (R * C);
     size_t es = c10_elsize[o->dtype];
     char *d = c10_data(o);
-#pragma omp parallel for if (o->numel > GRAIN)
+OMP(omp parallel for if (o->numel > GRAIN))
     for (int64_t m = 0; m < mats; m++)
         for (int64_t i = 0; i < R; i++) {
             char *row = d + (size_t)((m * R + i) * C) * es;
@@ -1249,30 +1265,86 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
 
 /* --------------------------------------------------------- sort and topk */
 
-/* Stable merge sort of idx[0..n) by key; NaN is largest (ascending: last). */
+/* Sorting one slice: (key, index) pairs in a total order (the key's order,
+ * NaN largest, ties broken by the original index), so that every algorithm
+ * gives the stable order. Full sorts: insertion-sorted runs merged bottom-up;
+ * topk with a small k: quickselect the k first, then sort those only. */
 #define SORT_K(D, ST, CT, LD, SV)                                                \
-    static void sort_##ST##_##CT(const char *src_, int64_t n, int64_t stride, bool desc, CT *keys, int64_t *idx, \
-                                 int64_t *tmp) {                                 \
-        const ST *src = (const ST *)src_;                                        \
-        for (int64_t i = 0; i < n; i++) {                                        \
-            keys[i] = (CT)LD(src[i * stride]);                                   \
-            idx[i] = i;                                                          \
+    typedef struct { CT k; int64_t i; } P_##ST;                                  \
+    static inline bool lt_##ST(P_##ST a, P_##ST b, bool desc) {                  \
+        CT x = a.k, y = b.k;                                                     \
+        bool xn = x != x, yn = y != y;                                           \
+        if (desc) {                                                              \
+            if (x > y || (xn && !yn)) return true;                               \
+            if (y > x || (yn && !xn)) return false;                              \
+        } else {                                                                 \
+            if (x < y || (yn && !xn)) return true;                               \
+            if (y < x || (xn && !yn)) return false;                              \
         }                                                                        \
-        for (int64_t w = 1; w < n; w *= 2) {                                     \
+        return a.i < b.i;                                                        \
+    }                                                                            \
+    static void msort_##ST(P_##ST *a, P_##ST *t, int64_t n, bool desc) {         \
+        const int64_t RUN = 32;                                                  \
+        for (int64_t s = 0; s < n; s += RUN) {                                   \
+            int64_t e = s + RUN < n ? s + RUN : n;                               \
+            for (int64_t i = s + 1; i < e; i++) {                                \
+                P_##ST v = a[i];                                                 \
+                int64_t j = i;                                                   \
+                while (j > s && lt_##ST(v, a[j - 1], desc)) {                    \
+                    a[j] = a[j - 1];                                             \
+                    j--;                                                         \
+                }                                                                \
+                a[j] = v;                                                        \
+            }                                                                    \
+        }                                                                        \
+        P_##ST *src = a, *dst = t;                                               \
+        for (int64_t w = RUN; w < n; w *= 2) {                                   \
             for (int64_t lo = 0; lo < n; lo += 2 * w) {                          \
                 int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n; \
                 int64_t i = lo, j = mid, k = lo;                                 \
-                while (i < mid && j < hi) {                                      \
-                    CT x = keys[idx[j]], y = keys[idx[i]];                       \
-                    /* take from the right only when strictly before */          \
-                    bool before = desc ? ((x > y) || (x != x && y == y)) : ((x < y) || (y != y && x == x)); \
-                    tmp[k++] = before ? idx[j++] : idx[i++];                     \
-                }                                                                \
-                while (i < mid) tmp[k++] = idx[i++];                             \
-                while (j < hi) tmp[k++] = idx[j++];                              \
+                while (i < mid && j < hi) dst[k++] = lt_##ST(src[j], src[i], desc) ? src[j++] : src[i++]; \
+                while (i < mid) dst[k++] = src[i++];                             \
+                while (j < hi) dst[k++] = src[j++];                              \
             }                                                                    \
-            memcpy(idx, tmp, sizeof(int64_t) * (size_t)n);                       \
+            P_##ST *x = src;                                                     \
+            src = dst;                                                           \
+            dst = x;                                                             \
         }                                                                        \
+        if (src != a) memcpy(a, src, sizeof(P_##ST) * (size_t)n);                \
+    }                                                                            \
+    static void select_##ST(P_##ST *a, int64_t n, int64_t kk, bool desc) {       \
+        int64_t lo = 0, hi = n - 1;                                              \
+        while (lo < hi) {                                                        \
+            int64_t mid = lo + (hi - lo) / 2;                                    \
+            /* median of three moved to hi */                                    \
+            if (lt_##ST(a[mid], a[lo], desc)) { P_##ST x = a[mid]; a[mid] = a[lo]; a[lo] = x; } \
+            if (lt_##ST(a[hi], a[lo], desc)) { P_##ST x = a[hi]; a[hi] = a[lo]; a[lo] = x; } \
+            if (lt_##ST(a[mid], a[hi], desc)) { P_##ST x = a[mid]; a[mid] = a[hi]; a[hi] = x; } \
+            P_##ST pv = a[hi];                                                   \
+            int64_t st = lo;                                                     \
+            for (int64_t j = lo; j < hi; j++)                                    \
+                if (lt_##ST(a[j], pv, desc)) { P_##ST x = a[st]; a[st] = a[j]; a[j] = x; st++; } \
+            { P_##ST x = a[st]; a[st] = a[hi]; a[hi] = x; }                      \
+            if (st == kk) break;                                                 \
+            if (st < kk) lo = st + 1;                                            \
+            else hi = st - 1;                                                    \
+        }                                                                        \
+    }                                                                            \
+    static void sort_##ST##_##CT(const char *src_, int64_t n, int64_t stride, bool desc, int64_t k, void *buf, \
+                                 void *tmp, int64_t *idx) {                      \
+        const ST *src = (const ST *)src_;                                        \
+        P_##ST *a = (P_##ST *)buf;                                               \
+        for (int64_t i = 0; i < n; i++) {                                        \
+            a[i].k = (CT)LD(src[i * stride]);                                    \
+            a[i].i = i;                                                          \
+        }                                                                        \
+        int64_t m = n;                                                           \
+        if (k > 0 && k <= n / 8) {                                               \
+            select_##ST(a, n, k - 1, desc);                                      \
+            m = k;                                                               \
+        }                                                                        \
+        msort_##ST(a, (P_##ST *)tmp, m, desc);                                   \
+        for (int64_t j = 0; j < k; j++) idx[j] = a[j].i;                         \
     }
 #if defined(__clang__)
 #pragma clang diagnostic ignored "-Wtautological-compare"
@@ -1296,23 +1368,23 @@ static int sort_slices(const TensorImpl *self, int dim, bool desc, int64_t k, Te
     int64_t slices = outer * inner;
     ct_dtype dt = self->dtype;
     int fail = 0;
-#pragma omp parallel if (slices * n > GRAIN && slices > 1)
+OMP(omp parallel if (slices * n > GRAIN && slices > 1))
     {
-        double *keys = malloc(sizeof(double) * (size_t)(n ? n : 1) + 8);
-        int64_t *idx = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-        int64_t *tmp = malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-        if (!keys || !idx || !tmp) {
-#pragma omp atomic write
+        size_t nb = (size_t)(n ? n : 1);
+        void *buf = malloc(16 * nb), *tmp = malloc(16 * nb);
+        int64_t *idx = malloc(sizeof(int64_t) * nb);
+        if (!buf || !idx || !tmp) {
+OMP(omp atomic write)
             fail = 1;
         }
-#pragma omp for
+OMP(omp for)
         for (int64_t sl = 0; sl < slices; sl++) {
-            if (!keys || !idx || !tmp) continue;
+            if (!buf || !idx || !tmp) continue;
             int64_t o = sl / inner, i = sl % inner;
             const char *base = s + (size_t)(o * n * inner + i) * es;
             switch (dt) {
 #define SORT_CASE(D, ST, CT, LD, SV)                                             \
-    case D: sort_##ST##_##CT(base, n, inner, desc, (CT *)(void *)keys, idx, tmp); break;
+    case D: sort_##ST##_##CT(base, n, inner, desc, k, buf, tmp, idx); break;
                 FOR_DTYPES_TOK(SORT_CASE)
             }
             char *vb = vd + (size_t)(o * k * inner + i) * es;
@@ -1326,7 +1398,7 @@ static int sort_slices(const TensorImpl *self, int dim, bool desc, int64_t k, Te
                 }
             })
         }
-        free(keys);
+        free(buf);
         free(idx);
         free(tmp);
     }
@@ -1442,7 +1514,7 @@ int fwd_embedding(int op, const OpArgs *a, TensorImpl **out) {
         const char *s = c10_data(wc);
         char *d = c10_data(o);
         int64_t n = idx->numel;
-#pragma omp parallel for if (n * D > GRAIN)
+OMP(omp parallel for if (n * D > GRAIN))
         for (int64_t k = 0; k < n; k++) memcpy(d + (size_t)k * row, s + (size_t)ip[k] * row, row);
     }
     c10_release(idx);
@@ -1693,8 +1765,12 @@ int fwd_clamp(int op, const OpArgs *a, TensorImpl **out) {
     promote_add_tensor(&st, self);
     if (hl) promote_add_scalar(&st, a->s[0]);
     if (hh) promote_add_scalar(&st, a->s[1]);
+    ct_dtype r = promote_result(&st);
+    if (a->dst && c10_is_float(r) && !c10_is_float(a->dst->dtype))
+        return c10_error_int("clamp: result type %s can't be cast to the desired output type %s",
+                             c10_dtype_cname(r), c10_dtype_cname(a->dst->dtype));
     TensorImpl *in[1] = {self};
-    return ew("clamp", 1, in, promote_result(&st), k_clamp, a->s, a->dst, out);
+    return ew("clamp", 1, in, r, k_clamp, a->s, a->dst, out);
 }
 
 /* t[0] self, t[1] min (NULL: none), t[2] max (NULL: none) */

@@ -143,6 +143,40 @@ static TensorImpl *alloc_output(TensorImpl *const *in, int nin, const int64_t *s
     return c10_empty(shape, ndim, dtype, device);
 }
 
+/* Dense and non-overlapping: some permutation of the dims is contiguous. */
+static bool dense_non_overlapping(const TensorImpl *t) {
+    if (t->is_contiguous) return true;
+    int perm[CT_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) perm[i] = i;
+    for (int i = 1; i < t->ndim; i++) { /* innermost (smallest stride) first */
+        int d = perm[i], j = i;
+        while (j > 0 && t->strides[perm[j - 1]] > t->strides[d]) perm[j] = perm[j - 1], j--;
+        perm[j] = d;
+    }
+    int64_t expect = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        int d = perm[i];
+        if (t->sizes[d] == 1) continue;
+        if (t->strides[d] != expect) return false;
+        expect *= t->sizes[d];
+    }
+    return true;
+}
+
+TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype) {
+    if (t->is_contiguous || t->ndim < 2) return c10_empty(t->sizes, t->ndim, dtype, t->device);
+    if (dense_non_overlapping(t)) {
+        TensorImpl *o = c10_empty(t->sizes, t->ndim, dtype, t->device);
+        if (o) {
+            memcpy(o->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+            c10_refresh(o);
+        }
+        return o;
+    }
+    TensorImpl *in[1] = {(TensorImpl *)t};
+    return alloc_output(in, 1, t->sizes, t->ndim, dtype, t->device);
+}
+
 /* ---- planning: broadcast strides, reorder, coalesce ---- */
 
 static void plan_operand(Plan *pl, int k, const TensorImpl *t, int ndim) {

@@ -191,23 +191,30 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
     return D;
 }
 
+/* log(sum(exp(x[0..C)))), stable */
+#define DEF_ROW_LSE(T, S)                                                                                \
+    static inline T row_lse_##S(const T *restrict xr, int64_t C) {                                       \
+        T m = -INFINITY;                                                                                   \
+        for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m;                                        \
+        if (m != m || m == -INFINITY || m == INFINITY) m = 0;                                             \
+        T s = 0;                                                                                           \
+        for (int64_t c = 0; c < C; c++) s += exp(xr[c] - m);                                              \
+        return m + log(s);                                                                                 \
+    }
+DEF_ROW_LSE(float, f32)
+DEF_ROW_LSE(double, f64)
+
 /* Per-row cross entropy. x: [R, C] rows; tgt: R indices or tp: [R, C]
- * probabilities; w: C weights or NULL. Writes lse[R] and loss[R] (double). */
+ * probabilities; w: C weights or NULL. Writes loss[R] (double). */
 #define DEF_CE_FWD(T, S)                                                                                 \
     static void ce_fwd_##S(const T *restrict x, int64_t R, int64_t C, const int64_t *restrict tgt,       \
                            const T *restrict tp, const T *restrict w, int64_t ignore, double eps,         \
-                           T *restrict lse_out, double *restrict loss) {                                  \
+                           double *restrict loss) {                                                       \
         const T ec = (T)(eps / (double)C), keep = (T)(1 - eps);                                           \
         _Pragma("omp parallel for schedule(static) if (R * C > GRAIN)")                                   \
         for (int64_t r = 0; r < R; r++) {                                                                  \
             const T *restrict xr = x + r * C;                                                             \
-            T m = -INFINITY;                                                                               \
-            for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m;                                    \
-            if (m != m || m == -INFINITY || m == INFINITY) m = 0;                                         \
-            T s = 0;                                                                                       \
-            for (int64_t c = 0; c < C; c++) s += exp(xr[c] - m);                                          \
-            T lse = m + log(s);                                                                            \
-            lse_out[r] = lse;                                                                              \
+            T lse = row_lse_##S(xr, C);                                                                    \
             double l = 0;                                                                                  \
             if (tp) {                                                                                      \
                 const T *restrict pr = tp + r * C;                                                        \
@@ -237,12 +244,12 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
 DEF_CE_FWD(float, f32)
 DEF_CE_FWD(double, f64)
 
-/* Cross entropy's gradient (or coefficients). x [R, C] rows, lse [R]; gb: R
+/* Cross entropy's gradient (or coefficients). x [R, C] rows; gb: R
  * per-row scales (or NULL: the scalar gs). Writes gx[r, c] = (softmax * A - a) * gb,
  * where a[r, c] is the target's weight on class c and A its row sum. With
- * coef, writes a into gx and A into Aout instead (x, lse unused). */
+ * coef, writes a into gx and A into Aout instead (x unused). */
 #define DEF_CE_BWD(T, S)                                                                                 \
-    static void ce_bwd_##S(const T *restrict x, const T *restrict lse, int64_t R, int64_t C,             \
+    static void ce_bwd_##S(const T *restrict x, int64_t R, int64_t C,                                     \
                            const int64_t *restrict tgt, const T *restrict tp, const T *restrict w,        \
                            int64_t ignore, double eps, const T *restrict gb, T gs, T *restrict gx,        \
                            bool coef, T *restrict Aout) {                                                 \
@@ -266,7 +273,7 @@ DEF_CE_FWD(double, f64)
                     continue;                                                                              \
                 }                                                                                          \
                 const T *restrict xr = x + r * C;                                                         \
-                T l = lse[r];                                                                              \
+                T l = row_lse_##S(xr, C);                                                                  \
                 for (int64_t c = 0; c < C; c++)                                                            \
                     o[c] = (exp(xr[c] - l) * A - (pr[c] * keep + ec) * (w ? w[c] : (T)1)) * g;            \
                 continue;                                                                                  \
@@ -286,7 +293,7 @@ DEF_CE_FWD(double, f64)
                 continue;                                                                                  \
             }                                                                                              \
             const T *restrict xr = x + r * C;                                                             \
-            T l = lse[r], gA = g * A;                                                                      \
+            T l = row_lse_##S(xr, C), gA = g * A;                                                         \
             if (w) {                                                                                       \
                 T ge = g * ec;                                                                             \
                 for (int64_t c = 0; c < C; c++) o[c] = exp(xr[c] - l) * gA - ge * w[c];                   \
@@ -345,8 +352,7 @@ static TensorImpl *finish_loss(const double *loss, const ClassGeom *g, int64_t r
 /* t[0] input (logits) [C] / [N, C] / [N, C, d...]; t[1] target: int64 class
  * indices of the loss's shape, or class probabilities of the input's shape;
  * t[2] weight [C] or NULL. i: reduction, ignore_index. s: label_smoothing.
- * out[0] the loss (input's dtype), out[1] logsumexp per row ([R], float or
- * double) kept for the backward. */
+ * out[0] the loss (input's dtype). */
 int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     const TensorImpl *x = a->t[0], *target = a->t[1], *w = a->t[2];
@@ -361,44 +367,32 @@ int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
         return c10_error_int("cross_entropy: ignore_index is not supported for floating point target");
     ct_dtype cd = c10_opmath(x->dtype);
     int64_t R = g.R;
-    TensorImpl *lse = c10_empty(&R, 1, cd, x->device);
-    if (!lse) return -1;
-    if (x->device == CT_META) {
-        TensorImpl *o = finish_loss(NULL, &g, reduction, 1, x->dtype, CT_META);
-        if (!o) return c10_release(lse), -1;
-        out[0] = o, out[1] = lse;
-        return 2;
-    }
+    if (x->device == CT_META) ONE(finish_loss(NULL, &g, reduction, 1, x->dtype, CT_META));
     ClassOperands o;
-    if (load_operands(&g, x, target, w, cd, true, ignore, &o) < 0) return c10_release(lse), -1;
+    if (load_operands(&g, x, target, w, cd, true, ignore, &o) < 0) return -1;
     double *loss = malloc((size_t)(R ? R : 1) * sizeof *loss);
     if (!loss) {
         operands_release(&o);
-        c10_release(lse);
         return c10_error_int("out of memory");
     }
     const int64_t *ti = g.prob ? NULL : (const int64_t *)c10_data(o.tgt);
     if (cd == CT_FLOAT32)
         ce_fwd_f32((const float *)c10_data(o.x), R, g.C, ti, g.prob ? (const float *)c10_data(o.tgt) : NULL,
-                   o.w ? (const float *)c10_data(o.w) : NULL, ignore, eps, (float *)c10_data(lse), loss);
+                   o.w ? (const float *)c10_data(o.w) : NULL, ignore, eps, loss);
     else
         ce_fwd_f64((const double *)c10_data(o.x), R, g.C, ti, g.prob ? (const double *)c10_data(o.tgt) : NULL,
-                   o.w ? (const double *)c10_data(o.w) : NULL, ignore, eps, (double *)c10_data(lse), loss);
+                   o.w ? (const double *)c10_data(o.w) : NULL, ignore, eps, loss);
     double D = reduction == CT_REDUCTION_MEAN ? nn_class_divisor(&g, ti, w, ignore) : 1;
     TensorImpl *res = finish_loss(loss, &g, reduction, D, x->dtype, x->device);
     free(loss);
     operands_release(&o);
-    if (!res) return c10_release(lse), -1;
-    out[0] = res;
-    out[1] = lse;
-    return 2;
+    ONE(res);
 }
 
 /* The fused first-order gradient of cross_entropy wrt its input, or (coef) the
  * constant coefficients a (input's shape) and A (loss's shape) of the
  * composite formula. gout: the loss's gradient. */
-int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w, const TensorImpl *lse,
-                          const TensorImpl *gout, int64_t reduction, int64_t ignore, double eps, bool coef,
+int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w, const TensorImpl *gout, int64_t reduction, int64_t ignore, double eps, bool coef,
                           TensorImpl **gx, TensorImpl **Aout) {
     ClassGeom g;
     if (nn_class_geom("cross_entropy", x, target, w, true, &g) < 0) return -1;
@@ -417,7 +411,7 @@ int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const T
         if (load_operands(&g, x, target, w, cd, true, ignore, &o) < 0) goto fail;
         const int64_t *ti = g.prob ? NULL : (const int64_t *)c10_data(o.tgt);
         double gs = 1;
-        TensorImpl *gbt = NULL, *lc = NULL;
+        TensorImpl *gbt = NULL;
         if (!coef) {
             if (reduction == CT_REDUCTION_NONE) {
                 if (!(gbt = nn_contig(gout, cd))) {
@@ -428,14 +422,9 @@ int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const T
                 gs = c10_get(gout, 0);
                 if (reduction == CT_REDUCTION_MEAN) gs /= nn_class_divisor(&g, ti, w, ignore);
             }
-            if (!(lc = nn_contig(lse, cd))) {
-                c10_release(gbt);
-                operands_release(&o);
-                goto fail;
-            }
         }
 #define CE_BWD_CALL(T, S)                                                                                      \
-    ce_bwd_##S(coef ? NULL : (const T *)c10_data(o.x), lc ? (const T *)c10_data(lc) : NULL, g.R, g.C, ti,        \
+    ce_bwd_##S(coef ? NULL : (const T *)c10_data(o.x), g.R, g.C, ti,                                             \
                g.prob ? (const T *)c10_data(o.tgt) : NULL, o.w ? (const T *)c10_data(o.w) : NULL, ignore, eps,   \
                gbt ? (const T *)c10_data(gbt) : NULL, (T)gs, (T *)c10_data(gr), coef,                            \
                A ? (T *)c10_data(A) : NULL)
@@ -443,7 +432,6 @@ int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const T
         else CE_BWD_CALL(double, f64);
 #undef CE_BWD_CALL
         c10_release(gbt);
-        c10_release(lc);
         operands_release(&o);
     } else if (x->device != CT_META) {
         c10_fill(gr, 0);
@@ -767,6 +755,7 @@ TensorImpl *nn_pw_grad(int op, const OpArgs *a, const TensorImpl *gout, int whic
             T rs = (T)(1 / sqrt(v / (double)M + eps));                                                    \
             mean[r] = mu;                                                                                  \
             rstd[r] = rs;                                                                                  \
+            if (!y) continue;                                                                              \
             if (w && b)                                                                                    \
                 for (int64_t i = 0; i < M; i++) yr[i] = (xr[i] - mu) * rs * w[i] + b[i];                  \
             else if (w)                                                                                    \
@@ -811,8 +800,7 @@ int nn_layer_norm_geom(const TensorImpl *x, const TensorImpl *w, const TensorImp
 }
 
 /* t[0] input, t[1] weight or NULL, t[2] bias or NULL (normalized_shape);
- * i: normalized_shape (ni = its length); s: eps. out: y, mean [R], rstd [R]
- * (float/double). */
+ * i: normalized_shape (ni = its length); s: eps. out: y. */
 int fwd_layer_norm(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     const TensorImpl *x = a->t[0], *w = a->t[1], *b = a->t[2];
@@ -842,9 +830,9 @@ int fwd_layer_norm(int op, const OpArgs *a, TensorImpl **out) {
     c10_release(xc);
     c10_release(wc);
     c10_release(bc);
-    if (!(y = convert_owned(y, x->dtype))) goto fail;
-    out[0] = y, out[1] = mean, out[2] = rstd;
-    return 3;
+    c10_release(mean);
+    c10_release(rstd);
+    ONE(convert_owned(y, x->dtype));
 fail:
     c10_release(y);
     c10_release(mean);
@@ -892,8 +880,8 @@ DEF_LN_BWD(float, f32)
 DEF_LN_BWD(double, f64)
 
 /* Fills gi[0..2] (input, weight, bias gradients) as needed; NULL where not. */
-int nn_layer_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImpl *mean, const TensorImpl *rstd,
-                       const TensorImpl *g, const int64_t *ns, int nn, const bool *needs, TensorImpl **gi) {
+int nn_layer_norm_grad(const TensorImpl *x, const TensorImpl *w, double eps, const TensorImpl *g, const int64_t *ns,
+                       int nn, const bool *needs, TensorImpl **gi) {
     int64_t R, M;
     if (nn_layer_norm_geom(x, w, NULL, ns, nn, &R, &M) < 0) return -1;
     ct_dtype cd = c10_opmath(x->dtype);
@@ -906,8 +894,14 @@ int nn_layer_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImp
     if ((needs[0] && !gx) || (needs[1] && w && !gw) || (needs[2] && !gb)) goto fail;
     if (x->device != CT_META) {
         if (!(xc = nn_contig(x, cd)) || !(gc = nn_contig(g, cd)) || (w && !(wc = nn_contig(w, cd))) ||
-            !(mc = nn_contig(mean, cd)) || !(rc = nn_contig(rstd, cd)))
+            !(mc = c10_empty(&R, 1, cd, x->device)) || !(rc = c10_empty(&R, 1, cd, x->device)))
             goto fail;
+        if (cd == CT_FLOAT32)
+            ln_fwd_f32((const float *)c10_data(xc), R, M, NULL, NULL, eps, NULL, (float *)c10_data(mc),
+                       (float *)c10_data(rc));
+        else
+            ln_fwd_f64((const double *)c10_data(xc), R, M, NULL, NULL, eps, NULL, (double *)c10_data(mc),
+                       (double *)c10_data(rc));
         int npart = (gw != NULL) + (gb != NULL);
         if (npart && !(part = calloc((size_t)(nb ? nb : 1) * (size_t)M * (size_t)npart, sizeof *part))) {
             c10_error("out of memory");
@@ -977,6 +971,7 @@ fail:
                 mu = mean[c];                                                                              \
                 rs = rstd[c];                                                                              \
             }                                                                                              \
+            if (!y) continue;                                                                              \
             T sc = w ? w[c] * rs : rs, sh = (b ? b[c] : (T)0) - mu * sc;                                  \
             for (int64_t n = 0; n < N; n++) {                                                              \
                 const T *restrict p = x + (n * C + c) * inner;                                            \
@@ -1017,41 +1012,63 @@ int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorIm
     return 0;
 }
 
+/* The mean and rstd a batch_norm uses ([C] tensors of dtype cd): the batch's
+ * (training; var gets the biased variances) or the running statistics'. */
+static int bn_stats(const TensorImpl *xc, bool training, const TensorImpl *rm, const TensorImpl *rv, double eps,
+                    ct_dtype cd, TensorImpl **mean, TensorImpl **rstd, double *var) {
+    int64_t N = xc->sizes[0], C = xc->sizes[1], inner = 1;
+    for (int d = 2; d < xc->ndim; d++) inner *= xc->sizes[d];
+    *mean = c10_empty(&C, 1, cd, xc->device);
+    *rstd = c10_empty(&C, 1, cd, xc->device);
+    if (!*mean || !*rstd) {
+        c10_release(*mean), c10_release(*rstd);
+        return -1;
+    }
+    if (!training) {
+        for (int64_t c = 0; c < C; c++) {
+            double m = c10_load_double(c10_data(rm) + c10_linear_offset(rm, c), rm->dtype);
+            double v = c10_load_double(c10_data(rv) + c10_linear_offset(rv, c), rv->dtype);
+            c10_store_double(c10_data(*mean) + c * (int64_t)c10_elsize[cd], cd, m);
+            c10_store_double(c10_data(*rstd) + c * (int64_t)c10_elsize[cd], cd, 1 / sqrt(v + eps));
+        }
+        return 0;
+    }
+    if (cd == CT_FLOAT32)
+        bn_fwd_f32((const float *)c10_data(xc), N, C, inner, true, NULL, NULL, eps, NULL, (float *)c10_data(*mean),
+                   (float *)c10_data(*rstd), var);
+    else
+        bn_fwd_f64((const double *)c10_data(xc), N, C, inner, true, NULL, NULL, eps, NULL, (double *)c10_data(*mean),
+                   (double *)c10_data(*rstd), var);
+    return 0;
+}
+
 /* t[0] input [N, C, ...], t[1] weight [C] or NULL, t[2] bias or NULL,
  * t[3] running_mean or NULL, t[4] running_var or NULL (updated in place when
- * training). i: training. s: momentum, eps. out: y, the mean and the rstd used
- * ([C], float/double). */
+ * training). i: training (its op batch_norm_eval also saves the running
+ * statistics for the backward). s: momentum, eps. out: y. */
 int fwd_batch_norm(int op, const OpArgs *a, TensorImpl **out) {
-    (void)op;
     const TensorImpl *x = a->t[0], *w = a->t[1], *b = a->t[2];
     TensorImpl *rm = a->t[3], *rv = a->t[4];
-    bool training = a->i[0] != 0;
+    bool training = op == OP_batch_norm;
     double momentum = a->s[0], eps = a->s[1];
     if (nn_batch_norm_check(x, w, b, rm, rv, training) < 0) return -1;
     int64_t N = x->sizes[0], C = x->sizes[1], inner = 1;
     for (int d = 2; d < x->ndim; d++) inner *= x->sizes[d];
     ct_dtype cd = c10_opmath(x->dtype);
     TensorImpl *y = c10_empty(x->sizes, x->ndim, cd, x->device);
-    TensorImpl *mean = c10_empty(&C, 1, cd, x->device), *rstd = c10_empty(&C, 1, cd, x->device);
+    TensorImpl *mean = NULL, *rstd = NULL;
     TensorImpl *xc = NULL, *wc = NULL, *bc = NULL;
     double *var = NULL;
-    if (!y || !mean || !rstd) goto fail;
+    if (!y) goto fail;
     if (x->device != CT_META) {
         if (!(xc = nn_contig(x, cd)) || (w && !(wc = nn_contig(w, cd))) || (b && !(bc = nn_contig(b, cd)))) goto fail;
         if (!(var = calloc((size_t)(C ? C : 1), sizeof *var))) {
             c10_error("out of memory");
             goto fail;
         }
-        if (!training) { /* the running statistics */
-            for (int64_t c = 0; c < C; c++) {
-                double m = c10_load_double(c10_data(rm) + c10_linear_offset(rm, c), rm->dtype);
-                double v = c10_load_double(c10_data(rv) + c10_linear_offset(rv, c), rv->dtype);
-                c10_store_double(c10_data(mean) + c * (int64_t)c10_elsize[cd], cd, m);
-                c10_store_double(c10_data(rstd) + c * (int64_t)c10_elsize[cd], cd, 1 / sqrt(v + eps));
-            }
-        }
+        if (bn_stats(xc, training, rm, rv, eps, cd, &mean, &rstd, var) < 0) goto fail;
 #define BN_CALL(T, S)                                                                                       \
-    bn_fwd_##S((const T *)c10_data(xc), N, C, inner, training, wc ? (const T *)c10_data(wc) : NULL,         \
+    bn_fwd_##S((const T *)c10_data(xc), N, C, inner, false, wc ? (const T *)c10_data(wc) : NULL,            \
                bc ? (const T *)c10_data(bc) : NULL, eps, (T *)c10_data(y), (T *)c10_data(mean),             \
                (T *)c10_data(rstd), var)
         if (cd == CT_FLOAT32) BN_CALL(float, f32);
@@ -1071,15 +1088,14 @@ int fwd_batch_norm(int op, const OpArgs *a, TensorImpl **out) {
                     c10_store_double(p, rv->dtype, (1 - momentum) * c10_load_double(p, rv->dtype) + momentum * unbiased);
                 }
             }
-            if (rm) c10_bump_version(rm);
-            if (rv) c10_bump_version(rv);
+            /* as PyTorch's kernel, the update does not bump the version counters:
+             * graphs that saved the running statistics (eval mode) stay usable */
         }
     }
     free(var);
     c10_release(xc), c10_release(wc), c10_release(bc);
-    if (!(y = convert_owned(y, x->dtype))) goto fail;
-    out[0] = y, out[1] = mean, out[2] = rstd;
-    return 3;
+    c10_release(mean), c10_release(rstd);
+    ONE(convert_owned(y, x->dtype));
 fail:
     free(var);
     c10_release(xc), c10_release(wc), c10_release(bc);
@@ -1121,8 +1137,8 @@ fail:
 DEF_BN_BWD(float, f32)
 DEF_BN_BWD(double, f64)
 
-int nn_batch_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImpl *mean, const TensorImpl *rstd,
-                       const TensorImpl *g, bool training, const bool *needs, TensorImpl **gi) {
+int nn_batch_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImpl *rm, const TensorImpl *rv,
+                       double eps, const TensorImpl *g, bool training, const bool *needs, TensorImpl **gi) {
     int64_t N = x->sizes[0], C = x->sizes[1], inner = 1;
     for (int d = 2; d < x->ndim; d++) inner *= x->sizes[d];
     ct_dtype cd = c10_opmath(x->dtype);
@@ -1132,9 +1148,11 @@ int nn_batch_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImp
     TensorImpl *xc = NULL, *gc = NULL, *wc = NULL, *mc = NULL, *rc = NULL;
     if ((needs[0] && !gx) || (needs[1] && w && !gw) || (needs[2] && !gb)) goto fail;
     if (x->device != CT_META) {
-        if (!(xc = nn_contig(x, cd)) || !(gc = nn_contig(g, cd)) || (w && !(wc = nn_contig(w, cd))) ||
-            !(mc = nn_contig(mean, cd)) || !(rc = nn_contig(rstd, cd)))
-            goto fail;
+        if (!(xc = nn_contig(x, cd)) || !(gc = nn_contig(g, cd)) || (w && !(wc = nn_contig(w, cd)))) goto fail;
+        double *var = malloc((size_t)(C ? C : 1) * sizeof *var);
+        int st = var ? bn_stats(xc, training, rm, rv, eps, cd, &mc, &rc, var) : c10_error_int("out of memory");
+        free(var);
+        if (st < 0) goto fail;
 #define BNB_CALL(T, S)                                                                                      \
     bn_bwd_##S((const T *)c10_data(xc), (const T *)c10_data(gc), N, C, inner, training,                     \
                wc ? (const T *)c10_data(wc) : NULL, (const T *)c10_data(mc), (const T *)c10_data(rc),       \

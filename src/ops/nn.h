@@ -22,7 +22,7 @@ CT_INTERNAL TensorImpl *nn_rows(const TensorImpl *x, const ClassGeom *g, ct_dtyp
 CT_INTERNAL TensorImpl *nn_unrows(TensorImpl *rows, const ClassGeom *g, int ndim);
 CT_INTERNAL double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *w, int64_t ignore);
 CT_INTERNAL int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w,
-                                      const TensorImpl *lse, const TensorImpl *gout, int64_t reduction, int64_t ignore,
+                                      const TensorImpl *gout, int64_t reduction, int64_t ignore,
                                       double eps, bool coef, TensorImpl **gx, TensorImpl **Aout);
 CT_INTERNAL TensorImpl *nn_nll_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w,
                                     const TensorImpl *gout, int64_t reduction, int64_t ignore, bool unit);
@@ -30,12 +30,11 @@ CT_INTERNAL int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd);
 CT_INTERNAL TensorImpl *nn_pw_grad(int op, const OpArgs *a, const TensorImpl *gout, int which);
 CT_INTERNAL int nn_layer_norm_geom(const TensorImpl *x, const TensorImpl *w, const TensorImpl *b, const int64_t *ns,
                                    int nn, int64_t *R, int64_t *M);
-CT_INTERNAL int nn_layer_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImpl *mean,
-                                   const TensorImpl *rstd, const TensorImpl *g, const int64_t *ns, int nn,
-                                   const bool *needs, TensorImpl **gi);
+CT_INTERNAL int nn_layer_norm_grad(const TensorImpl *x, const TensorImpl *w, double eps, const TensorImpl *g,
+                                   const int64_t *ns, int nn, const bool *needs, TensorImpl **gi);
 CT_INTERNAL int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorImpl *b,
                                     const TensorImpl *rm, const TensorImpl *rv, bool training);
-CT_INTERNAL int nn_batch_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImpl *mean,
-                                   const TensorImpl *rstd, const TensorImpl *g, bool training, const bool *needs,
-                                   TensorImpl **gi);
+CT_INTERNAL int nn_batch_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImpl *rm,
+                                   const TensorImpl *rv, double eps, const TensorImpl *g, bool training,
+                                   const bool *needs, TensorImpl **gi);
 #endif

@@ -106,6 +106,10 @@ CT_INTERNAL bool at_same_device(const char *op, const TensorImpl *a, const Tenso
 /* Copies src into dst with broadcasting and dtype conversion (the copy_ op). */
 CT_INTERNAL int at_copy_(TensorImpl *dst, const TensorImpl *src);
 CT_INTERNAL TensorImpl *at_to_dtype(const TensorImpl *t, ct_dtype dtype);
+/* A new tensor shaped like t in t's memory layout (torch.preserve_format):
+ * t's own strides when t is dense and non-overlapping, else contiguous in the
+ * order of t's strides. */
+CT_INTERNAL TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype);
 CT_INTERNAL TensorImpl *at_contiguous(const TensorImpl *t);
 CT_INTERNAL int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndim, bool *mask);
 

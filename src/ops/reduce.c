@@ -256,7 +256,9 @@ static bool outer_ok(const RPlan *pl, int rk) {
 
 #define OBLOCK 4096
 
-#define OUTER_SUM(T)                                                                     \
+/* A: the accumulator of a group of 64 rows (float for float, as PyTorch),
+ * flushed into double accumulators. */
+#define OUTER_SUM(T, A)                                                                  \
     static void outer_sum_##T(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) { \
         int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;           \
         int64_t bl = m - j0 < B ? m - j0 : B;                                            \
@@ -268,8 +270,9 @@ static bool outer_ok(const RPlan *pl, int rk) {
         }                                                                                \
         const char *base = pl->in + off + j0 * (int64_t)sizeof(T);                       \
         double acc[OBLOCK];                                                              \
-        for (int64_t j = 0; j < bl; j++) acc[j] = 0;                                     \
-        int nr = pl->nr;                                                                 \
+        A part[OBLOCK];                                                                  \
+        for (int64_t j = 0; j < bl; j++) acc[j] = 0, part[j] = 0;                        \
+        int nr = pl->nr, groups = 0;                                                     \
         int64_t idx[CT_MAX_DIMS] = {0};                                                  \
         const T *rows[4];                                                                \
         int nrows = 0;                                                                   \
@@ -280,9 +283,14 @@ static bool outer_ok(const RPlan *pl, int rk) {
             if (nrows == 4) {                                                            \
                 const T *restrict a0 = rows[0], *restrict a1 = rows[1];                  \
                 const T *restrict a2 = rows[2], *restrict a3 = rows[3];                  \
+                A *restrict pp = part;                                                   \
                 for (int64_t j = 0; j < bl; j++)                                         \
-                    acc[j] += ((double)a0[j] + (double)a1[j]) + ((double)a2[j] + (double)a3[j]); \
+                    pp[j] += ((A)a0[j] + (A)a1[j]) + ((A)a2[j] + (A)a3[j]);              \
                 nrows = 0;                                                               \
+                if (++groups == 16) {                                                    \
+                    for (int64_t j = 0; j < bl; j++) acc[j] += (double)part[j], part[j] = 0; \
+                    groups = 0;                                                          \
+                }                                                                        \
             }                                                                            \
             for (int d = nr - 1; d >= 0; d--) {                                          \
                 if (++idx[d] < pl->rs[d]) break;                                         \
@@ -291,16 +299,17 @@ static bool outer_ok(const RPlan *pl, int rk) {
         }                                                                                \
         for (int q = 0; q < nrows; q++) {                                                \
             const T *restrict a0 = rows[q];                                              \
-            for (int64_t j = 0; j < bl; j++) acc[j] += (double)a0[j];                    \
+            for (int64_t j = 0; j < bl; j++) part[j] += (A)a0[j];                        \
         }                                                                                \
+        for (int64_t j = 0; j < bl; j++) acc[j] += (double)part[j];                      \
         int64_t o0 = ko * m + j0;                                                        \
         for (int64_t j = 0; j < bl; j++) {                                               \
             RState s = {.d = acc[j]};                                                    \
             finish(c, &s, o0 + j, pl->ct);                                               \
         }                                                                                \
     }
-OUTER_SUM(float)
-OUTER_SUM(double)
+OUTER_SUM(float, float)
+OUTER_SUM(double, double)
 
 static void run_outer(const RPlan *pl, const RCtx *c) {
     int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m;
@@ -345,16 +354,13 @@ static void run_reduce(const RPlan *pl, int rk, const RCtx *c) {
         for (int64_t o = 0; o < pl->nout; o++) {
             const char *base = pl->in + kept_offset(pl, o);
 #ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
-            {
-                int id = omp_get_thread_num(), n = omp_get_num_threads();
-                for (int q = id; q < nt; q += n) {
-                    int64_t lo = pl->nred * q / nt, hi = pl->nred * (q + 1) / nt;
-                    state_init(&part[q], rk, p, c, o);
-                    reduce_range(pl, rk, base, lo, hi, &part[q], p);
-                }
-            }
+#pragma omp parallel for num_threads(nt) schedule(static)
 #endif
+            for (int q = 0; q < nt; q++) {
+                int64_t lo = pl->nred * q / nt, hi = pl->nred * (q + 1) / nt;
+                state_init(&part[q], rk, p, c, o);
+                reduce_range(pl, rk, base, lo, hi, &part[q], p);
+            }
             RState s = part[0];
             for (int q = 1; q < nt; q++) rk_combine(rk, pl->ct, p, &s, &part[q]);
             finish(c, &s, o, pl->ct);
@@ -627,9 +633,6 @@ int fwd_norm(int op, const OpArgs *a, TensorImpl **out) {
     bool mask[CT_MAX_DIMS], keepdim;
     if (parse_list("norm", a, mask, &keepdim) < 0) return -1;
     double p = a->s[0];
-    if (p < 0 && p != -INFINITY) {
-        /* p < 0: sum |x|^p, ** 1/p; fine through the generic path */
-    }
     if (isinf(p) && p < 0 && check_nonempty("linalg.vector_norm", t, mask) < 0) return -1;
     RCtx c = {.fin = FIN_NORM, .p = p};
     ONE(reduce_into(t, mask, keepdim, t->dtype, RK_NORM, &c));
@@ -696,11 +699,18 @@ static void split3(const TensorImpl *t, int d, int64_t *outer, int64_t *D, int64
     for (int k = d + 1; k < t->ndim; k++) *inner *= t->sizes[k];
 }
 
+#ifdef _OPENMP
+#define OMP_FOR_NT _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+#else
+#define OMP_FOR_NT
+#endif
+
 #define SCAN(T, name, OPR, ID)                                                           \
     static void scan_##name##_##T(T *x, int64_t outer, int64_t D, int64_t inner, bool rev) { \
         int nt = nthreads_for(outer * D * inner);                                       \
+        (void)nt;                                                                        \
         int64_t jb = inner < 256 ? inner : 256, nb = (inner + jb - 1) / jb;             \
-        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")         \
+        OMP_FOR_NT                                                                       \
         for (int64_t u = 0; u < outer * nb; u++) {                                       \
             int64_t ob = u / nb, j0 = (u % nb) * jb, bl = inner - j0 < jb ? inner - j0 : jb; \
             ACC_##T acc[256];                                                            \

@@ -75,7 +75,7 @@ int at_copy_(TensorImpl *dst, const TensorImpl *src) {
 }
 
 TensorImpl *at_to_dtype(const TensorImpl *t, ct_dtype dtype) {
-    TensorImpl *o = c10_empty(t->sizes, t->ndim, dtype, t->device);
+    TensorImpl *o = at_empty_like(t, dtype); /* torch.preserve_format */
     if (o && at_copy_(o, t) < 0) {
         c10_release(o);
         return NULL;
@@ -84,7 +84,13 @@ TensorImpl *at_to_dtype(const TensorImpl *t, ct_dtype dtype) {
 }
 
 TensorImpl *at_contiguous(const TensorImpl *t) {
-    return t->is_contiguous ? c10_retain((TensorImpl *)t) : at_to_dtype(t, t->dtype);
+    if (t->is_contiguous) return c10_retain((TensorImpl *)t);
+    TensorImpl *o = c10_empty(t->sizes, t->ndim, t->dtype, t->device);
+    if (o && at_copy_(o, t) < 0) {
+        c10_release(o);
+        return NULL;
+    }
+    return o;
 }
 
 #define ONE(expr) return (out[0] = (expr)) ? 1 : -1
@@ -160,6 +166,11 @@ int fwd_clone(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     ONE(at_to_dtype(a->t[0], a->t[0]->dtype));
 }
+/* t[0]: a contiguous copy (clone with memory_format=torch.contiguous_format) */
+int fwd_contiguous(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    ONE(at_contiguous(a->t[0]));
+}
 /* t[0]; i: shape (already inferred): a contiguous copy in the new shape */
 int fwd_reshape_copy(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
@@ -182,15 +193,11 @@ int fwd_copy_(int op, const OpArgs *a, TensorImpl **out) {
     out[0] = c10_retain(a->t[0]);
     return 1;
 }
-/* dst = t[0] (written); s[0]: value */
+/* dst = t[0] (written); s[0]: value. Overlapping tensors (expand) may be filled. */
 int fwd_fill_(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    TensorImpl *v = c10_scalar_tensor(a->s[0], a->t[0]->dtype, CT_CPU);
-    if (!v) return -1;
-    v->is_wrapped_number = true;
-    int r = at_copy_(a->t[0], v);
-    c10_release(v);
-    if (r < 0) return -1;
+    if (c10_check_value_fits(a->s[0], a->t[0]->dtype) < 0) return -1;
+    c10_fill(a->t[0], a->s[0]);
     out[0] = c10_retain(a->t[0]);
     return 1;
 }

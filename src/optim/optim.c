@@ -254,7 +254,7 @@ static void *dp(ct_tensor *t) { return t ? ct_data_ptr(t) : NULL; }
 
 static int step_one(ct_optimizer *o, PState *s) {
     ct_tensor *g0 = ct_grad(s->p);
-    if (!g0) return c10_has_error() ? -1 : 0; /* no gradient: skipped, as torch does */
+    if (!g0) return 0; /* no gradient: skipped, as torch does (our handle is valid) */
     if (ct_ndim(g0) != ct_ndim(s->p) || ct_numel(g0) != ct_numel(s->p)) {
         ct_free(g0);
         return c10_error_int("%s: gradient shape does not match its parameter", kind_name[o->kind]);
@@ -444,10 +444,7 @@ double ct_clip_grad_norm_(ct_tensor *const *params, int n, double max_norm, doub
     for (int i = 0; i < n; i++) {
         if (!c10_unwrap(params[i])) goto done;
         ct_tensor *g = ct_grad(params[i]);
-        if (!g) {
-            if (c10_has_error()) goto done;
-            continue;
-        }
+        if (!g) continue; /* no gradient (the handle was checked above) */
         norms[k] = ct_norm(g, norm_type, NULL, 0, false);
         if (!norms[k++]) goto done;
     }

@@ -6,6 +6,8 @@ format's specification (8-byte little-endian header length, compact JSON header
 padded with spaces to a multiple of 8, data in offset order); malformed ones are
 those files broken in the ways the loaders must report. tests/test_io.c loads every
 file here under the sanitizers on each CI run; the fuzzers start from them.
+Files named regress_* are inputs the fuzzers once crashed on, kept by hand (this
+script leaves them alone).
 
     python3 tests/fuzz/make_corpus.py
 """

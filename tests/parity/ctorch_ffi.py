@@ -328,9 +328,14 @@ def _from_buffer(arr, ct_dt):
     return check(lib.ct_from_data(arr.ctypes.data_as(c_void_p), i64(arr.shape), arr.ndim, ct_dt))
 
 
-def from_numpy(arr):
-    """A new ctorch tensor holding a copy of arr (contiguous, same dtype)."""
+def from_numpy(arr, ct_dtype=None):
+    """A new ctorch tensor holding a copy of arr (contiguous, arr's dtype). numpy has
+    no bfloat16: ct_dtype=CT_BFLOAT16 rounds arr to it through torch."""
     arr = np.asarray(arr)
+    if ct_dtype == CT_BFLOAT16:
+        return from_torch(torch.from_numpy(np.ascontiguousarray(arr)).to(torch.bfloat16))
+    if ct_dtype is not None and ct_dtype != ct_dtype_of_numpy(arr.dtype):
+        arr = arr.astype(_NP_OF_CT[ct_dtype])
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("="))
     return _from_buffer(arr, ct_dtype_of_numpy(arr.dtype))

@@ -36,6 +36,7 @@ for row in [
     ("ct_hessian", T, [FN, T, c_void_p]),
     ("ct_vjp", c_int, [FN, T, T, c_void_p, TP, TP]),
     ("ct_jvp", c_int, [FN, T, T, c_void_p, TP, TP]),
+    ("ct_hvp", c_int, [FN, T, T, c_void_p, TP, TP]),
     ("ct_graph_repr", c_int, [T, c_void_p, c_size_t]),
     ("ct_graph_dot", c_int, [T, c_void_p, c_size_t]),
     ("ct_set_requires_grad", c_int, [T, c_bool]),
@@ -152,6 +153,31 @@ def test_hessian(shape):
     cb = fn(cfn)
     h = ct.check(lib.ct_hessian(cb, leaf(x, False), None))
     ct.assert_close(h, AF.hessian(lambda x: (torch.sin(x) * x * x).sum(), x), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_hvp(shape):
+    x, v = rand(shape, 40), rand(shape, 41)
+    cfn = lambda x: lib.ct_sum(lib.ct_mul(lib.ct_sin(x), lib.ct_mul(x, x)))  # noqa: E731
+    cb = fn(cfn)
+    out, res = c_void_p(), c_void_p()
+    ct.check_int(lib.ct_hvp(cb, leaf(x, False), ct.from_torch(v), None, ctypes.byref(out), ctypes.byref(res)))
+    t_out, t_hvp = AF.hvp(lambda x: (torch.sin(x) * x * x).sum(), x, v)
+    ct.assert_close(out.value, t_out, rtol=1e-12, atol=1e-12)
+    ct.assert_close(res.value, t_hvp, rtol=1e-12, atol=1e-12)
+    # a function that does not depend on x: zeros
+    c = ct.from_torch(torch.ones((), dtype=torch.float64))
+    cb0 = fn(lambda x: lib.ct_mul_scalar(c, 2.0))
+    ct.check_int(lib.ct_hvp(cb0, leaf(x, False), ct.from_torch(v), None, ctypes.byref(out), ctypes.byref(res)))
+    ct.assert_close(res.value, torch.zeros(shape, dtype=torch.float64))
+    # errors worded as torch's
+    if shape == (3,):
+        cb2 = fn(FUNCS["sin_x_times_x"][0])
+        want = ct.torch_error(lambda: AF.hvp(FUNCS["sin_x_times_x"][1], x, v))
+        ct.assert_error(lib.ct_hvp(cb2, leaf(x, False), ct.from_torch(v), None, ctypes.byref(out),
+                                   ctypes.byref(res)), want)
+        want = ct.torch_error(lambda: AF.hvp(lambda x: (x * x).sum(), x))
+        ct.assert_error(lib.ct_hvp(cb, leaf(x, False), None, None, ctypes.byref(out), ctypes.byref(res)), want)
 
 
 def test_hessian_needs_one_element():
@@ -452,3 +478,67 @@ def test_graph_of_views_matches_torch():
     v = lib.ct_unsqueeze(lib.ct_narrow(lib.ct_transpose(xh, 0, 1), 0, 1, 2), 0)
     yh = lib.ct_sum(lib.ct_expand(v, ct.i64([2, 2, 3]), 3))
     assert graph_repr(yh) == torch_tree(y)
+
+
+class TwoT(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a * b, a + torch.sin(b)
+
+    @staticmethod
+    def backward(ctx, g0, g1):
+        a, b = ctx.saved_tensors
+        seen.append(tuple(ctx.needs_input_grad))
+        ga = g0 * b + g1 if ctx.needs_input_grad[0] else None
+        gb = g0 * a + g1 * torch.cos(b) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+seen = []
+
+
+def _two_forward(ctx, inputs, n, outputs, nout):
+    outputs[0] = lib.ct_mul(inputs[0], inputs[1])
+    outputs[1] = lib.ct_add(inputs[0], lib.ct_sin(inputs[1]))
+    return lib.ct_ctx_save_for_backward(ctx, arr(inputs[0], inputs[1]), 2)
+
+
+def _two_backward(ctx, grads, nout, grad_inputs, n):
+    a, b = lib.ct_ctx_saved(ctx, 0), lib.ct_ctx_saved(ctx, 1)
+    need = (bool(lib.ct_ctx_needs_input_grad(ctx, 0)), bool(lib.ct_ctx_needs_input_grad(ctx, 1)))
+    seen_ct.append(need)
+    if need[0]:
+        grad_inputs[0] = lib.ct_add(lib.ct_mul(grads[0], b), grads[1])
+    if need[1]:
+        grad_inputs[1] = lib.ct_add(lib.ct_mul(grads[0], a), lib.ct_mul(grads[1], lib.ct_cos(b)))
+    return 0
+
+
+seen_ct = []
+TWO_FWD, TWO_BWD = FWD(_two_forward), BWD(_two_backward)
+TWO = Function(b"TwoT", TWO_FWD, TWO_BWD, None)
+
+
+@pytest.mark.parametrize("which", [(True, True), (False, True), (True, False)])
+def test_custom_two_outputs_matches_torch(which):
+    a, b = rand((2, 3), 30), rand((3,), 31)
+    a.requires_grad_(which[0])
+    b.requires_grad_(which[1])
+    ya, yb = TwoT.apply(a, b)
+    v = rand((2, 3), 32)
+    ((ya * v).sum() + yb.sum()).backward()
+    ah, bh = leaf(a, which[0]), leaf(b, which[1])
+    out = (c_void_p * 2)()
+    ct.check_int(lib.ct_function_apply(ctypes.byref(TWO), arr(ah, bh), 2, out, 2))
+    assert lib.ct_grad_fn_name(out[0]).decode() == type(ya.grad_fn).__name__
+    ct.assert_close(out[0], ya, rtol=1e-12, atol=0)
+    ct.assert_close(out[1], yb, rtol=1e-12, atol=0)
+    loss = lib.ct_add(lib.ct_sum(lib.ct_mul(out[0], ct.from_torch(v))), lib.ct_sum(out[1]))
+    ct.check_int(lib.ct_backward(loss, None))
+    assert seen_ct[-1] == seen[-1]
+    for h, t in ((ah, a), (bh, b)):
+        if t.requires_grad:
+            ct.assert_close(lib.ct_grad(h), t.grad, rtol=1e-12, atol=1e-12)
+        else:
+            assert lib.ct_grad(h) is None

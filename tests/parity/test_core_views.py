@@ -172,6 +172,29 @@ def dims_of(nd):
     return list(range(-nd, nd)) if nd else [0, -1]
 
 
+# ================================================================== the harness itself
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
+                                   torch.int64, torch.float16, torch.bfloat16, torch.float32,
+                                   torch.float64], ids=lambda d: str(d).replace("torch.", ""))
+def test_ffi_roundtrip(dtype):
+    """ct_from_data / ct_copy_to_buffer and the dtype mapping, for every dtype: torch ->
+    ctorch -> torch, and numpy -> ctorch -> numpy, give back the same values."""
+    t = (torch.arange(-6, 6, dtype=torch.float64) * 1.5).to(dtype).view(3, 4)
+    for x in (t, t.t(), t[:, 1::2], t[1:], t[0, 0]):
+        h = ct.from_torch(x)
+        ct.assert_close(h, x)
+        ct.assert_same_layout(h, x)
+    if dtype != torch.bfloat16:
+        a = t.numpy()
+        h = ct.from_numpy(a)
+        assert ct.dtype(h) == ct.ct_dtype_of_torch(dtype)
+        b = ct.to_numpy(h)
+        assert b.dtype == a.dtype and b.shape == a.shape and (b == a).all()
+    else:
+        h = ct.from_numpy(np.array([1.0, 0.1, 3e38], dtype=np.float32), ct.CT_BFLOAT16)
+        ct.assert_close(h, torch.tensor([1.0, 0.1, 3e38]).to(torch.bfloat16))
+
+
 # ================================================================== views
 AS_STRIDED = [((2, 3), (3, 1), 0), ((3, 2), (1, 3), 2), ((2, 2, 2), (0, 4, 1), 1),
               ((4,), (5,), 3), ((), (), 5), ((2, 3), (0, 0), 7), ((0, 3), (3, 1), 23),

@@ -39,6 +39,7 @@ ct.declare("ct_mul", T, [CT, CT])
 ct.declare("ct_sum", T, [CT])
 ct.declare("ct_backward", c_int, [T, CT])
 ct.declare("ct_grad", T, [CT])
+ct.declare("ct_requires_grad", c_bool, [CT])
 
 GEN = torch.Generator().manual_seed(4321)
 F32, F64, F16, BF16 = torch.float32, torch.float64, torch.float16, torch.bfloat16
@@ -48,10 +49,6 @@ TOL = {F64: 1e-10, F32: 1e-5, F16: 3e-3, BF16: 3e-2}
 
 def randn(*shape, dtype=F64):
     return torch.randn(shape, generator=GEN, dtype=F64).to(dtype)
-
-
-def opt(h):
-    return h if h is not None else None
 
 
 def ctt(t):
@@ -97,7 +94,11 @@ def check_fn(cfn, tfn, inputs, diff, what, rtol=1e-10, second=True):
     if not diff:
         return
     g = torch.randn(out.shape, generator=GEN, dtype=out.dtype)
-    tg = torch.autograd.grad(out, [tins[k] for k in diff], g, create_graph=True, allow_unused=True)
+    try:
+        tg = torch.autograd.grad(out, [tins[k] for k in diff], g, create_graph=True, allow_unused=True)
+    except RuntimeError:  # torch's nll_loss2d backward refuses strided input under create_graph
+        tg = torch.autograd.grad(out, [tins[k] for k in diff], g, allow_unused=True)
+        second = False
     for cg_flag in (False, True):
         cg = grads(ho, [hins[k] for k in diff], g, cg_flag)
         for j, k in enumerate(diff):
@@ -113,8 +114,15 @@ def check_fn(cfn, tfn, inputs, diff, what, rtol=1e-10, second=True):
     if tg[0] is None or not tg[0].requires_grad:
         return
     v = torch.randn(tg[0].shape, generator=GEN, dtype=tg[0].dtype)
-    tgg = torch.autograd.grad(tg[0], [tins[k] for k in diff], v, allow_unused=True)
+    try:
+        tgg = torch.autograd.grad(tg[0], [tins[k] for k in diff], v, allow_unused=True)
+    except RuntimeError:  # torch's own double backward refuses (nll_loss2d on strided input)
+        return
     cg = grads(ho, [hins[k0]], g, True)[0]
+    if not lib.ct_requires_grad(cg):  # the gradient does not depend on the inputs
+        for t2 in tgg:
+            assert t2 is None or float(t2.abs().max()) < 1e-12, f"{what}: second-order gradient missing"
+        return
     outs = (c_void_p * 1)(cg)
     gos = (c_void_p * 1)(ct.from_torch(v))
     n = len(diff)
@@ -197,7 +205,9 @@ def test_nll_loss(shape, reduction):
             for lay, x in layouts(randn(*shape)):
                 what = f"nll {shape} {reduction} w={use_w} ignore={ignore} {lay}"
                 check_fn(lambda hx, ht, hw: lib.ct_nll_loss(hx, ht, hw, RED[reduction], ignore),
-                         lambda tx, tt, tw: Fn.nll_loss(tx, tt, weight=tw, reduction=reduction, ignore_index=ignore),
+                         # (torch's nll_loss2d refuses strided inputs in backward: compare with a contiguous copy)
+                         lambda tx, tt, tw: Fn.nll_loss(tx.contiguous(), tt, weight=tw, reduction=reduction,
+                                                        ignore_index=ignore),
                          [x, t, w], [0], what)
 
 
@@ -207,7 +217,7 @@ def test_class_losses_dtypes(dtype):
     t, _ = class_targets((6, 5))
     for reduction in RED:
         for name in ("ce", "nll"):
-            hx = leaf(x) if dtype != F16 or True else None
+            hx = leaf(x)
             tx = x.float().detach().requires_grad_(True)
             if name == "ce":
                 ho = ct.check(lib.ct_cross_entropy(hx, ct.from_torch(t), None, RED[reduction], -100, 0.1))
@@ -228,8 +238,7 @@ def test_class_losses_all_ignored_and_empty():
     t = torch.tensor([1, 1, 1])
     for eps in (0.0, 0.1):
         ho = ct.check(lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(t), None, 1, 1, eps))
-        ct.assert_close(ho, Fn.cross_entropy(x, t, ignore_index=1, label_smoothing=eps), equal_nan=True) \
-            if False else ct.assert_close(ho, Fn.cross_entropy(x, t, ignore_index=1, label_smoothing=eps))
+        ct.assert_close(ho, Fn.cross_entropy(x, t, ignore_index=1, label_smoothing=eps))  # NaN, as torch
     ho = ct.check(lib.ct_nll_loss(ct.from_torch(x), ct.from_torch(t), None, 1, 1))
     ct.assert_close(ho, Fn.nll_loss(x, t, ignore_index=1))
     e = torch.zeros(0, 4, dtype=F64)
@@ -482,7 +491,12 @@ def test_dropout_transposed_and_dtypes():
     want = Fn.dropout(x, 0.3)
     lib.ct_manual_seed(3)
     ct.assert_close(ct.check(lib.ct_dropout(ct.from_torch(x), 0.3, True)), want)
-    for dt in (F64, F16, BF16):
+    xh = torch.randn(50, generator=GEN).to(F16)  # torch's CPU bernoulli_ has no Half: same mask as float32
+    torch.manual_seed(5)
+    want = Fn.dropout(xh.float(), 0.25).to(F16)
+    lib.ct_manual_seed(5)
+    ct.assert_close(ct.check(lib.ct_dropout(ct.from_torch(xh), 0.25, True)), want, rtol=1e-3, atol=1e-3)
+    for dt in (F64, BF16):
         xd = torch.randn(50, generator=GEN).to(dt)
         torch.manual_seed(5)
         want = Fn.dropout(xd, 0.25)
@@ -562,3 +576,70 @@ def test_grad_fn_names():
     assert lib.ct_grad_fn_name(ct.check(lib.ct_mse_loss(x, x, 1))) == b"MseLossBackward0"
     assert lib.ct_grad_fn_name(ct.check(lib.ct_layer_norm(x, ct.i64([4]), 1, None, None, 1e-5))) == \
         b"NativeLayerNormBackward0"
+
+
+# ------------------------------------------------------------------ large (threaded paths), NaN, empty
+
+def test_large_threaded():
+    x = randn(300, 200)
+    t, _ = class_targets((300, 200), 3)
+    w = torch.rand(200, generator=GEN, dtype=F64) + 0.5
+    for reduction in RED:
+        check_fn(lambda hx, ht, hw: lib.ct_cross_entropy(hx, ht, hw, RED[reduction], 3, 0.1),
+                 lambda tx, tt, tw: Fn.cross_entropy(tx, tt, weight=tw, reduction=reduction, ignore_index=3,
+                                                     label_smoothing=0.1),
+                 [x, t, w], [0], f"ce large {reduction}", rtol=1e-9, second=False)
+        check_fn(lambda hx, hy: lib.ct_mse_loss(hx, hy, RED[reduction]),
+                 lambda tx, ty: Fn.mse_loss(tx, ty, reduction=reduction), [x, randn(300, 200)], [0, 1],
+                 f"mse large {reduction}", rtol=1e-9, second=False)
+    lw, lb = randn(200), randn(200)
+    check_fn(lambda hx, hw, hb: lib.ct_layer_norm(hx, ct.i64([200]), 1, hw, hb, 1e-5),
+             lambda tx, tw, tb: Fn.layer_norm(tx, (200,), tw, tb, 1e-5), [x, lw, lb], [0, 1, 2], "ln large",
+             rtol=1e-9, second=False)
+    xb = randn(64, 16, 40)
+    bw, bb = randn(16), randn(16)
+    check_fn(lambda hx, hw, hb: lib.ct_batch_norm(hx, None, None, hw, hb, True, 0.1, 1e-5),
+             lambda tx, tw, tb: Fn.batch_norm(tx, None, None, tw, tb, True, 0.1, 1e-5), [xb, bw, bb], [0, 1, 2],
+             "bn large", rtol=1e-9, second=False)
+
+
+@pytest.mark.parametrize("dtype", [F32, BF16])
+def test_norm_grads_low_precision(dtype):
+    tol = TOL[dtype] * 10
+    x, w, b = randn(6, 8, dtype=dtype), randn(8, dtype=dtype), randn(8, dtype=dtype)
+    hx, hw, hb = leaf(x), leaf(w), leaf(b)
+    tx, tw, tb = (t.float().requires_grad_(True) for t in (x, w, b))
+    ho = ct.check(lib.ct_layer_norm(hx, ct.i64([8]), 1, hw, hb, 1e-5))
+    out = Fn.layer_norm(tx, (8,), tw, tb)
+    g = torch.randn(6, 8, generator=GEN).to(dtype)
+    tg = torch.autograd.grad(out, [tx, tw, tb], g.float())
+    for flag in (False, True):
+        cg = grads(ho, [hx, hw, hb], g, flag)
+        for k in range(3):
+            ct.assert_close(cg[k], tg[k].to(dtype), rtol=tol, atol=tol, what=f"ln {dtype} grad{k} cg={flag}: ")
+    ho = ct.check(lib.ct_batch_norm(hx, None, None, hw, hb, True, 0.1, 1e-5))
+    out = Fn.batch_norm(tx, None, None, tw, tb, True)
+    tg = torch.autograd.grad(out, [tx, tw, tb], g.float())
+    for flag in (False, True):
+        cg = grads(ho, [hx, hw, hb], g, flag)
+        for k in range(3):
+            ct.assert_close(cg[k], tg[k].to(dtype), rtol=tol, atol=tol, what=f"bn {dtype} grad{k} cg={flag}: ")
+
+
+def test_nan_inf_and_empty():
+    x = randn(3, 4)
+    x[0, 1] = float("nan")
+    x[1, 2] = float("inf")
+    t = torch.tensor([0, 2, 3])
+    for reduction in RED:
+        ho = ct.check(lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(t), None, RED[reduction], -100, 0.0))
+        ct.assert_close(ho, Fn.cross_entropy(x, t, reduction=reduction), rtol=1e-12, atol=1e-12)
+        ho = ct.check(lib.ct_mse_loss(ct.from_torch(x), ct.from_torch(randn(3, 4)), RED[reduction]))
+        assert ct.shape(ho) == tuple(Fn.mse_loss(x, x, reduction=reduction).shape)
+    e = torch.zeros(0, 5, dtype=F64)
+    for reduction in RED:
+        for name, (cfn, tfn) in PW.items():
+            ho = ct.check(cfn(ct.from_torch(e), ct.from_torch(e), None, None, RED[reduction], 1.0))
+            ct.assert_close(ho, tfn(e, e, None, None, reduction, 1.0), what=f"{name} empty {reduction}: ")
+    ho = ct.check(lib.ct_layer_norm(ct.from_torch(e), ct.i64([5]), 1, None, None, 1e-5))
+    ct.assert_close(ho, Fn.layer_norm(e, (5,)))

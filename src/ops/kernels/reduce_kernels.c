@@ -7,7 +7,13 @@
 #include <math.h>
 #include <string.h>
 
-#define LANES 16
+#define LANES 32
+
+#ifdef _OPENMP
+#define OMP_FOR_NT _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
+#else
+#define OMP_FOR_NT
+#endif
 
 /* exp for float, branch-free so that loops calling it vectorise (Cephes'
  * polynomial, ~1 ulp on the range; results below exp(-87) flush to 0). */
@@ -39,18 +45,33 @@ static inline double vexp(double x) { return exp(x); }
 
 /* ---------------------------------------------------------------- floats */
 
-#define FLOAT_KERNELS(T)                                                                 \
+/* Sums: LN lanes of A (float for float inputs, as PyTorch) over blocks of at
+ * most 4096 elements, each block folded pairwise and added into a double. */
+#define SUM_KERNEL(T, A, LN)                                                             \
     static void sum_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
         (void)base, (void)p;                                                             \
         const T *restrict x = xv;                                                        \
-        double acc[LANES] = {0}, r = 0;                                                  \
+        double r = 0;                                                                    \
         int64_t i = 0;                                                                   \
-        for (; i + LANES <= n; i += LANES)                                               \
-            for (int j = 0; j < LANES; j++) acc[j] += (double)x[i + j];                  \
+        while (n - i >= LN) {                                                            \
+            int64_t m = (n - i) / LN * LN;                                               \
+            if (m > 4096) m = 4096;                                                      \
+            A acc[LN] = {0};                                                             \
+            const T *restrict y = x + i;                                                 \
+            for (int64_t k = 0; k < m; k += LN)                                          \
+                for (int j = 0; j < LN; j++) acc[j] += (A)y[k + j];                      \
+            for (int w = LN / 2; w >= 1; w /= 2)                                         \
+                for (int j = 0; j < w; j++) acc[j] += acc[j + w];                        \
+            r += (double)acc[0];                                                         \
+            i += m;                                                                      \
+        }                                                                                \
         for (; i < n; i++) r += (double)x[i];                                            \
-        for (int j = 0; j < LANES; j++) r += acc[j];                                     \
         s->d += r;                                                                       \
-    }                                                                                    \
+    }
+SUM_KERNEL(float, float, 64)
+SUM_KERNEL(double, double, 32)
+
+#define FLOAT_KERNELS(T)                                                                 \
     static void sqdev_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
         (void)base, (void)p;                                                             \
         const T *restrict x = xv;                                                        \
@@ -338,12 +359,12 @@ static inline double dlog(double x) { return log(x); }
     void softmax_##T(const T *x, T *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) { \
         (void)nt;                                                                        \
         if (inner == 1) {                                                                \
-            _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")     \
+            OMP_FOR_NT \
             for (int64_t o = 0; o < outer; o++) softmax_row_##T(x + o * D, y + o * D, D, logm); \
             return;                                                                      \
         }                                                                                \
         int64_t nb = (inner + SB - 1) / SB;                                              \
-        _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")         \
+        OMP_FOR_NT     \
         for (int64_t u = 0; u < outer * nb; u++) {                                       \
             int64_t o = u / nb, j0 = (u % nb) * SB, bl = inner - j0 < SB ? inner - j0 : SB; \
             softmax_cols_##T(x + o * D * inner + j0, y + o * D * inner + j0, D, inner, bl, logm); \

@@ -1,0 +1,234 @@
+"""Parity of ctorch's optimizers with torch.optim, step for step: the same
+initial parameters and the same gradients for several steps, parameters compared
+after every step (1e-6); parameter groups, StepLR / CosineAnnealingLR, the
+optimizer state save/load, clip_grad_norm_."""
+import math
+from ctypes import POINTER, c_bool, c_char_p, c_double, c_int, c_void_p
+
+import pytest
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+
+import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import CT, T, lib  # noqa: E402
+
+O = c_void_p
+TPP = POINTER(c_void_p)
+for name, res, args in [
+    ("ct_optim_sgd", O, [TPP, c_int, c_double, c_double, c_double, c_double, c_bool]),
+    ("ct_optim_adam", O, [TPP, c_int, c_double, c_double, c_double, c_double, c_double, c_bool]),
+    ("ct_optim_adamw", O, [TPP, c_int, c_double, c_double, c_double, c_double, c_double, c_bool]),
+    ("ct_optim_rmsprop", O, [TPP, c_int, c_double, c_double, c_double, c_double, c_double, c_bool]),
+    ("ct_optimizer_add_param_group", c_int, [O, TPP, c_int, c_double]),
+    ("ct_optimizer_step", c_int, [O]),
+    ("ct_optimizer_zero_grad", c_int, [O, c_bool]),
+    ("ct_optimizer_get_lr", c_double, [O, c_int]),
+    ("ct_optimizer_free", None, [O]),
+    ("ct_optimizer_state_dict", c_void_p, [O]),
+    ("ct_optimizer_load_state_dict", c_int, [O, c_void_p]),
+    ("ct_state_dict_free", None, [c_void_p]),
+    ("ct_state_dict_size", c_int, [c_void_p]),
+    ("ct_state_dict_name", c_char_p, [c_void_p, c_int]),
+    ("ct_lr_step", c_void_p, [O, c_int, c_double]),
+    ("ct_lr_cosine_annealing", c_void_p, [O, c_int, c_double]),
+    ("ct_lr_scheduler_step", c_int, [c_void_p]),
+    ("ct_lr_scheduler_get_last_lr", c_double, [c_void_p, c_int]),
+    ("ct_lr_scheduler_free", None, [c_void_p]),
+    ("ct_clip_grad_norm_", c_double, [TPP, c_int, c_double, c_double]),
+    ("ct_set_requires_grad", c_int, [T, c_bool]),
+    ("ct_set_grad", c_int, [T, CT]),
+    ("ct_grad", T, [CT]),
+]:
+    ct.declare(name, res, args)
+
+pytestmark = ct.requires("ct_optim_sgd", "ct_optimizer_step")
+
+
+@pytest.fixture
+def owned():
+    """Optimizers and schedulers made in a test, freed at its end."""
+    made = []
+    yield made
+    for free, o in reversed(made):
+        free(o)
+
+
+def leaves(ts):
+    hs = []
+    for t in ts:
+        h = ct.from_torch(t.detach())
+        assert lib.ct_set_requires_grad(h, True) == 0
+        hs.append(h)
+    return hs
+
+
+def arr(hs):
+    return (c_void_p * len(hs))(*hs)
+
+
+CONFIGS = [
+    ("sgd", dict(lr=0.1), (0.1, 0, 0, 0, False)),
+    ("sgd", dict(lr=0.05, momentum=0.9), (0.05, 0.9, 0, 0, False)),
+    ("sgd", dict(lr=0.05, momentum=0.9, dampening=0.3, weight_decay=0.01), (0.05, 0.9, 0.3, 0.01, False)),
+    ("sgd", dict(lr=0.05, momentum=0.8, nesterov=True, weight_decay=0.1), (0.05, 0.8, 0, 0.1, True)),
+    ("adam", dict(lr=1e-2), (1e-2, 0.9, 0.999, 1e-8, 0, False)),
+    ("adam", dict(lr=1e-2, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1), (1e-2, 0.8, 0.99, 1e-6, 0.1, False)),
+    ("adam", dict(lr=1e-2, amsgrad=True), (1e-2, 0.9, 0.999, 1e-8, 0, True)),
+    ("adamw", dict(lr=1e-2), (1e-2, 0.9, 0.999, 1e-8, 1e-2, False)),
+    ("adamw", dict(lr=1e-2, weight_decay=0.5, amsgrad=True), (1e-2, 0.9, 0.999, 1e-8, 0.5, True)),
+    ("rmsprop", dict(lr=1e-2), (1e-2, 0.99, 1e-8, 0, 0, False)),
+    ("rmsprop", dict(lr=1e-2, alpha=0.9, momentum=0.5, weight_decay=0.1), (1e-2, 0.9, 1e-8, 0.1, 0.5, False)),
+    ("rmsprop", dict(lr=1e-2, centered=True, momentum=0.3), (1e-2, 0.99, 1e-8, 0, 0.3, True)),
+]
+TORCH_CLS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW,
+             "rmsprop": torch.optim.RMSprop}
+
+
+def make_ct(kind, hs, args):
+    fn = {"sgd": lib.ct_optim_sgd, "adam": lib.ct_optim_adam, "adamw": lib.ct_optim_adamw,
+          "rmsprop": lib.ct_optim_rmsprop}[kind]
+    return fn(arr(hs), len(hs), *args)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kind,kw,args", CONFIGS)
+def test_step_for_step(owned, kind, kw, args, dtype):
+    g = torch.Generator().manual_seed(0)
+    init = [torch.randn(4, 3, generator=g, dtype=dtype), torch.randn(5, generator=g, dtype=dtype),
+            torch.randn(2, 2, 2, generator=g, dtype=dtype)]
+    tparams = [p.clone().requires_grad_(True) for p in init]
+    topt = TORCH_CLS[kind](tparams, **kw)
+    hs = leaves(init)
+    o = make_ct(kind, hs, args)
+    assert o, ct.last_error()
+    owned.append((lib.ct_optimizer_free, o))
+    tol = 1e-6 if dtype == torch.float32 else 1e-12
+    for step in range(6):
+        grads = [torch.randn(p.shape, generator=g, dtype=dtype) for p in init]
+        for tp, h, gr in zip(tparams, hs, grads):
+            tp.grad = gr.clone()
+            assert lib.ct_set_grad(h, ct.from_torch(gr)) == 0, ct.last_error()
+        topt.step()
+        assert lib.ct_optimizer_step(o) == 0, ct.last_error()
+        for i, (tp, h) in enumerate(zip(tparams, hs)):
+            ct.assert_close(h, tp.detach(), rtol=tol, atol=tol, what=f"step {step} param {i}: ")
+
+
+def test_param_groups_and_schedulers(owned):
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(3, 3, generator=g), torch.randn(4, generator=g)
+    ta, tb = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    topt = torch.optim.SGD([{"params": [ta]}, {"params": [tb], "lr": 0.01}], lr=0.1, momentum=0.9)
+    tsched = torch.optim.lr_scheduler.StepLR(topt, step_size=2, gamma=0.5)
+    ha, hb = leaves([a, b])
+    o = lib.ct_optim_sgd(arr([ha]), 1, 0.1, 0.9, 0, 0, False)
+    owned.append((lib.ct_optimizer_free, o))
+    assert lib.ct_optimizer_add_param_group(o, arr([hb]), 1, 0.01) == 0, ct.last_error()
+    s = lib.ct_lr_step(o, 2, 0.5)
+    owned.append((lib.ct_lr_scheduler_free, s))
+    for step in range(7):
+        grads = [torch.randn(3, 3, generator=g), torch.randn(4, generator=g)]
+        for tp, h, gr in zip([ta, tb], [ha, hb], grads):
+            tp.grad = gr.clone()
+            lib.ct_set_grad(h, ct.from_torch(gr))
+        topt.step()
+        tsched.step()
+        assert lib.ct_optimizer_step(o) == 0
+        assert lib.ct_lr_scheduler_step(s) == 0
+        for gi in range(2):
+            assert lib.ct_lr_scheduler_get_last_lr(s, gi) == pytest.approx(tsched.get_last_lr()[gi], rel=1e-15)
+        ct.assert_close(ha, ta.detach(), rtol=1e-6, atol=1e-6)
+        ct.assert_close(hb, tb.detach(), rtol=1e-6, atol=1e-6)
+    # the same parameter twice is refused, as torch does
+    ct.assert_error(lib.ct_optimizer_add_param_group(o, arr([ha]), 1, 0.5),
+                    "some parameters appear in more than one parameter group")
+
+
+@pytest.mark.parametrize("T_max,eta_min", [(10, 0.0), (3, 0.001)])
+def test_cosine_annealing(owned, T_max, eta_min):
+    tp = torch.zeros(2, requires_grad=True)
+    topt = torch.optim.SGD([tp], lr=0.1)
+    tsched = torch.optim.lr_scheduler.CosineAnnealingLR(topt, T_max=T_max, eta_min=eta_min)
+    (h,) = leaves([torch.zeros(2)])
+    o = lib.ct_optim_sgd(arr([h]), 1, 0.1, 0, 0, 0, False)
+    owned.append((lib.ct_optimizer_free, o))
+    s = lib.ct_lr_cosine_annealing(o, T_max, eta_min)
+    owned.append((lib.ct_lr_scheduler_free, s))
+    for _ in range(25):
+        topt.step()
+        tsched.step()
+        lib.ct_lr_scheduler_step(s)
+        assert lib.ct_optimizer_get_lr(o, 0) == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12, abs=1e-15)
+
+
+def test_state_dict_roundtrip(owned):
+    g = torch.Generator().manual_seed(2)
+    init = [torch.randn(3, 2, generator=g), torch.randn(2, generator=g)]
+    hs = leaves(init)
+    o = lib.ct_optim_adam(arr(hs), 2, 1e-2, 0.9, 0.999, 1e-8, 0, True)
+    owned.append((lib.ct_optimizer_free, o))
+    tparams = [p.clone().requires_grad_(True) for p in init]
+    topt = torch.optim.Adam(tparams, lr=1e-2, amsgrad=True)
+    grads = [[torch.randn(p.shape, generator=g) for p in init] for _ in range(6)]
+
+    def feed(step, hs_):
+        for h, gr in zip(hs_, grads[step]):
+            lib.ct_set_grad(h, ct.from_torch(gr))
+
+    for step in range(3):
+        feed(step, hs)
+        lib.ct_optimizer_step(o)
+        for tp, gr in zip(tparams, grads[step]):
+            tp.grad = gr.clone()
+        topt.step()
+    sd = lib.ct_optimizer_state_dict(o)
+    assert sd, ct.last_error()
+    try:
+        names = sorted(lib.ct_state_dict_name(sd, i).decode() for i in range(lib.ct_state_dict_size(sd)))
+        assert names == sorted(f"state.{i}.{k}" for i in range(2)
+                               for k in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "step"))
+        # a fresh optimizer over the same parameters continues exactly
+        o2 = lib.ct_optim_adam(arr(hs), 2, 1e-2, 0.9, 0.999, 1e-8, 0, True)
+        owned.append((lib.ct_optimizer_free, o2))
+        assert lib.ct_optimizer_load_state_dict(o2, sd) == 0, ct.last_error()
+    finally:
+        lib.ct_state_dict_free(sd)
+    for step in range(3, 6):
+        feed(step, hs)
+        assert lib.ct_optimizer_step(o2) == 0
+        for tp, gr in zip(tparams, grads[step]):
+            tp.grad = gr.clone()
+        topt.step()
+        for h, tp in zip(hs, tparams):
+            ct.assert_close(h, tp.detach(), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("max_norm,norm_type", [(1.0, 2.0), (100.0, 2.0), (0.5, 1.0), (0.3, math.inf)])
+def test_clip_grad_norm(max_norm, norm_type):
+    g = torch.Generator().manual_seed(3)
+    tps = [torch.randn(4, 3, generator=g, requires_grad=True), torch.randn(5, generator=g, requires_grad=True)]
+    hs = leaves([p.detach() for p in tps])
+    for tp, h in zip(tps, hs):
+        gr = torch.randn(tp.shape, generator=g)
+        tp.grad = gr.clone()
+        lib.ct_set_grad(h, ct.from_torch(gr))
+    want = torch.nn.utils.clip_grad_norm_(tps, max_norm, norm_type)
+    got = lib.ct_clip_grad_norm_(arr(hs), 2, max_norm, norm_type)
+    assert got == pytest.approx(float(want), rel=1e-6)
+    for tp, h in zip(tps, hs):
+        ct.assert_close(lib.ct_grad(h), tp.grad, rtol=1e-6, atol=1e-7)
+
+
+def test_errors(owned):
+    (h,) = leaves([torch.zeros(2)])
+    ct.assert_error(lib.ct_optim_sgd(arr([h]), 1, -1.0, 0, 0, 0, False), "Invalid learning rate: -1")
+    ct.assert_error(lib.ct_optim_adam(arr([h]), 1, 1e-3, 1.0, 0.999, 1e-8, 0, False),
+                    "Invalid beta parameter at index 0")
+    ct.assert_error(lib.ct_optim_sgd(arr([h]), 1, 0.1, 0, 0, 0, True),
+                    "Nesterov momentum requires a momentum and zero dampening")
+    # parameters without gradients are skipped
+    o = lib.ct_optim_sgd(arr([h]), 1, 0.1, 0.9, 0, 0, False)
+    owned.append((lib.ct_optimizer_free, o))
+    assert lib.ct_optimizer_step(o) == 0
+    ct.assert_close(h, torch.zeros(2))
