@@ -4,7 +4,14 @@
 threads) and, for W5, cblas_sgemm called directly on the same OpenBLAS that
 ctorch links, all in the same process, interleaved; medians of several runs.
 
-    CTORCH_LIB=build/libctorch.so /usr/bin/python3 bench/bench_linalg.py [reps]
+    CTORCH_LIB=build/libctorch.so /usr/bin/python3 bench/bench_linalg.py [reps] [--keep-coretype]
+
+OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not recognise this machine's CPU (AVX-512
+with FP16) and falls back to its Prescott (SSE3) kernels: sgemm then runs at a
+few GFLOP/s. Unless OPENBLAS_CORETYPE is already set or --keep-coretype is
+given, the bench sets OPENBLAS_CORETYPE=SkylakeX (Haswell without AVX-512)
+before any library loads; torch, ctorch and the direct cblas_sgemm then all
+use the same kernels. The line "OpenBLAS: ..." shows the core in use.
 """
 import ctypes
 import os
@@ -12,13 +19,24 @@ import statistics
 import sys
 import time
 
-import numpy as np
-import torch
+if "OPENBLAS_CORETYPE" not in os.environ and "--keep-coretype" not in sys.argv:
+    try:
+        flags = open("/proc/cpuinfo").read()
+        if " avx512f" in flags:
+            os.environ["OPENBLAS_CORETYPE"] = "SkylakeX"
+        elif " avx2" in flags:
+            os.environ["OPENBLAS_CORETYPE"] = "Haswell"
+    except OSError:
+        pass
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIB = os.environ.get("CTORCH_LIB") or os.path.join(ROOT, "build", "libctorch.so")
 THREADS = 2
-REPS = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+REPS = int(ARGS[0]) if ARGS else 9
 
 lib = ctypes.CDLL(LIB)
 P = ctypes.c_void_p
@@ -152,7 +170,8 @@ def w10():
 
 if __name__ == "__main__":
     cfg = blas.openblas_get_config().decode() if blas is not None and hasattr(blas, "openblas_get_config") else "?"
-    print(f"threads {THREADS}, reps {REPS} (median); OpenBLAS: {cfg}")
+    print(f"threads {THREADS}, reps {REPS} (median); OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '')}; "
+          f"OpenBLAS: {cfg}")
     w5(1024)
     w5(2048)
     if HAVE_CONV:

@@ -451,6 +451,10 @@ CT_API ct_tensor *ct_masked_select(const ct_tensor *t, const ct_tensor *mask);
 CT_API ct_tensor *ct_masked_fill(const ct_tensor *t, const ct_tensor *mask, double value);
 /* t.masked_fill_(mask, value), in place. */
 CT_API int ct_masked_fill_(ct_tensor *t, const ct_tensor *mask, double value);
+/* t.masked_scatter(mask, source): where mask (bool) is true, source's elements in order. */
+CT_API ct_tensor *ct_masked_scatter(const ct_tensor *t, const ct_tensor *mask, const ct_tensor *source);
+/* t.masked_scatter_(mask, source), in place. */
+CT_API int ct_masked_scatter_(ct_tensor *t, const ct_tensor *mask, const ct_tensor *source);
 /* torch.nonzero: [nnz, ndim] int64 indices of the non-zero elements. */
 CT_API ct_tensor *ct_nonzero(const ct_tensor *t);
 /* torch.take: t.flatten()[index] (negative indices wrap). */
@@ -627,7 +631,7 @@ CT_API int ct_graph_dot(const ct_tensor *t, char *buf, size_t cap);
  * Strings the dict returns stay valid until their entry is removed or replaced
  * or the dict is freed. */
 typedef struct ct_state_dict ct_state_dict; /* opaque */
-CT_API ct_state_dict *ct_state_dict_new(void);
+CT_API ct_state_dict *ct_state_dict_new(void); /* an empty dict the caller frees */
 CT_API void ct_state_dict_free(ct_state_dict *sd); /* NULL does nothing */
 /* Stores t (borrowed handle; the dict references its tensor) under name (copied);
  * an existing entry of that name is replaced in place, keeping its position. */
@@ -638,10 +642,10 @@ CT_API ct_tensor *ct_state_dict_tensor(const ct_state_dict *sd, int i); /* a new
 CT_API int ct_state_dict_find(const ct_state_dict *sd, const char *name); /* index, or -1 (no error) */
 CT_API ct_tensor *ct_state_dict_get(const ct_state_dict *sd, const char *name); /* new handle; NULL + error if absent */
 CT_API int ct_state_dict_remove(ct_state_dict *sd, const char *name); /* 0, or -1 + error if absent */
-CT_API int ct_state_dict_set_metadata(ct_state_dict *sd, const char *key, const char *value);
+CT_API int ct_state_dict_set_metadata(ct_state_dict *sd, const char *key, const char *value); /* copies both */
 CT_API const char *ct_state_dict_metadata(const ct_state_dict *sd, const char *key); /* NULL if absent (no error) */
-CT_API int ct_state_dict_metadata_size(const ct_state_dict *sd);
-CT_API const char *ct_state_dict_metadata_key(const ct_state_dict *sd, int i);
+CT_API int ct_state_dict_metadata_size(const ct_state_dict *sd); /* number of metadata keys */
+CT_API const char *ct_state_dict_metadata_key(const ct_state_dict *sd, int i); /* in insertion order */
 /* safetensors (https://huggingface.co/docs/safetensors): writes sd's CPU tensors
  * (any layout, written row-major little-endian) and metadata as the reference
  * writer does (tensors ordered by dtype alignment then name, header padded to 8). */
@@ -650,16 +654,17 @@ CT_API int ct_safetensors_save(const ct_state_dict *sd, const char *path);
 CT_API void *ct_safetensors_save_buffer(const ct_state_dict *sd, size_t *nbytes);
 /* Loads every tensor (new contiguous CPU tensors, names in sorted order) and the
  * metadata into a new dict the caller frees. Malformed files fail with an error
- * naming the file and the problem; nothing is allocated beyond the file's size. */
+ * naming the file and the problem; sizes in the header are checked against the
+ * file before anything is allocated, so the tensors never outgrow the file. */
 CT_API ct_state_dict *ct_safetensors_load(const char *path);
-CT_API ct_state_dict *ct_safetensors_load_buffer(const void *data, size_t nbytes);
+CT_API ct_state_dict *ct_safetensors_load_buffer(const void *data, size_t nbytes); /* from memory */
 /* NumPy .npy (written as format 1.0, as numpy.save does): one tensor, row-major,
  * little-endian; bfloat16 has no numpy dtype and is refused. */
 CT_API int ct_save_npy(const ct_tensor *t, const char *path);
 /* Loads versions 1.0/2.0/3.0, '<' '>' '|' '=' byte orders (big-endian is swapped),
  * fortran_order (returned contiguous), dtypes b1 u1 i1 i2 i4 i8 f2 f4 f8. */
 CT_API ct_tensor *ct_load_npy(const char *path);
-CT_API ct_tensor *ct_load_npy_buffer(const void *data, size_t nbytes);
+CT_API ct_tensor *ct_load_npy_buffer(const void *data, size_t nbytes); /* from memory */
 
 /* ===================================================================== nn */
 /* @@SECTION nn@@ */

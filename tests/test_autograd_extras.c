@@ -149,13 +149,18 @@ static const char *const known_bugs[] = {
     "gradgradcheck fmod (broadcast [3, 1]", "gradgradcheck fmod (only other",
     /* variable.c: ag_call_inplace saves self's old value as a copy without
      * history, so double backward through in-place ops reading SELF misses a term */
-    "gradgradcheck in-place",
+    "gradgradcheck in-place (",
+    /* CopySlices' double backward: z = 1.5 x; z.narrow(1, 0, 2).mul_(2) (or mul_ by
+     * a tensor of twos); f = z * z gives numerical -16.60 vs analytical -8.30: the
+     * factor 2 is lost (mul_ by ones passes; mul_(z, 2) without the view passes) */
+    "gradgradcheck in-place on views (",
     /* CopySlices (engine.c apply_copy_slices) when the base is not contiguous
      * (z = 1.5 * x with x transposed): the view's geometry is applied to a
      * contiguous clone of the base's gradient, so the gradient lands on the
      * wrong elements (e.g. mul_scalar_(narrow(z, 1, 0, 2), 2): numerical 1.96
      * vs analytical 3.93; add_(select(z, 0, 1), y): y's gradient 0.23 where 0) */
     "gradcheck in-place on views of a non-contiguous base",
+    "gradgradcheck in-place on views of a non-contiguous base",
     NULL,
 };
 
@@ -560,6 +565,15 @@ OPFN(o_l1_loss, ct_l1_loss(IN0, IN1, CT_REDUCTION_SUM))
 OPFN(o_smooth_l1_loss, ct_smooth_l1_loss(IN0, IN1, CT_REDUCTION_MEAN, 1.0))
 OPFN(o_bce, ct_binary_cross_entropy(IN0, IN1, IN2, CT_REDUCTION_MEAN))
 OPFN(o_bce_logits, ct_binary_cross_entropy_with_logits(IN0, IN1, NULL, IN2, CT_REDUCTION_SUM))
+OPFN(o_cross_entropy, ct_cross_entropy(IN0, idx((const int64_t[]){2, 0, 3}, 3, CT_SHAPE(3)), IN1, CT_REDUCTION_MEAN, -100, 0.1))
+OPFN(o_layer_norm, ct_layer_norm(IN0, CT_SHAPE(4), IN1, IN2, 1e-5))
+OPFN(o_batch_norm, ct_batch_norm(IN0, NULL, NULL, IN1, IN2, true, 0.1, 1e-5))
+OPFN(o_conv1d, ct_conv1d(IN0, IN1, IN2, 2, 1, 1, 1))
+OPFN(o_conv2d, ct_conv2d(IN0, IN1, IN2, (const int64_t[]){1, 2}, (const int64_t[]){1, 0}, (const int64_t[]){1, 1}, 1))
+OPFN(o_conv2d_groups, ct_conv2d(IN0, IN1, NULL, NULL, (const int64_t[]){1, 1}, (const int64_t[]){2, 1}, 2))
+OPFN(o_max_pool2d, ct_max_pool2d(IN0, (const int64_t[]){2, 2}, (const int64_t[]){1, 2}, NULL, NULL, false))
+OPFN(o_avg_pool2d, ct_avg_pool2d(IN0, (const int64_t[]){2, 3}, (const int64_t[]){2, 1}, (const int64_t[]){1, 1}, true, false, 0))
+OPFN(o_adaptive_avg_pool2d, ct_adaptive_avg_pool2d(IN0, (const int64_t[]){2, 3}))
 OPFN(o_nll_loss, ct_nll_loss(ct_log_softmax(IN0, 1), idx((const int64_t[]){2, 0, 3}, 3, CT_SHAPE(3)), IN1,
                              CT_REDUCTION_MEAN, -100))
 
@@ -637,6 +651,15 @@ static const OpCase op_cases[] = {
     {"smooth_l1_loss", o_smooth_l1_loss, 2, {{3, 4}, {3, 4}}, {2, 2}, SLICED, "l1", {0}},
     {"binary_cross_entropy", o_bce, 3, {{3, 4}, {3, 4}, {4}}, {2, 2, 1}, CONTIG, "bce", {true, false, false}},
     {"binary_cross_entropy_with_logits", o_bce_logits, 3, {{3, 4}, {3, 4}, {4}}, {2, 2, 1}, TRANSPOSED, "bce_logits", {true, true, false}}, /* no derivative for pos_weight, as in torch */
+    {"cross_entropy (weights, label smoothing)", o_cross_entropy, 2, {{3, 4}, {4}}, {2, 1}, TRANSPOSED, "nll", {true, false}},
+    {"layer_norm", o_layer_norm, 3, {{3, 4}, {4}, {4}}, {2, 1, 1}, CONTIG, NULL, {0}},
+    {"batch_norm (training)", o_batch_norm, 3, {{4, 3}, {3}, {3}}, {2, 1, 1}, SLICED, NULL, {0}},
+    {"conv1d stride 2 padding 1", o_conv1d, 3, {{2, 3, 5}, {4, 3, 2}, {4}}, {3, 3, 1}, TRANSPOSED, NULL, {0}},
+    {"conv2d", o_conv2d, 3, {{1, 2, 4, 5}, {3, 2, 2, 3}, {3}}, {4, 4, 1}, CONTIG, NULL, {0}},
+    {"conv2d groups 2, dilation", o_conv2d_groups, 2, {{2, 4, 4, 3}, {2, 2, 2, 2}}, {4, 4}, SLICED, NULL, {0}},
+    {"max_pool2d", o_max_pool2d, 1, {{1, 2, 4, 6}}, {4}, CONTIG, NULL, {0}},
+    {"avg_pool2d ceil, padding", o_avg_pool2d, 1, {{2, 1, 5, 4}}, {4}, TRANSPOSED, NULL, {0}},
+    {"adaptive_avg_pool2d", o_adaptive_avg_pool2d, 1, {{1, 2, 5, 7}}, {4}, CONTIG, NULL, {0}},
     {"nll_loss (log_softmax input, weights)", o_nll_loss, 2, {{3, 4}, {4}}, {2, 1}, CONTIG, "nll", {true, false}},
 };
 
@@ -652,19 +675,9 @@ static const char *case_domain(const OpCase *c, int arg) {
     return c->domain;
 }
 
-/* Cases that crash today, skipped (reported): engine.c's apply_op fills a missing
- * output gradient with F(zeros) and run_node releases it again (a double free,
- * found by ASan) whenever an op with several outputs gets no gradient for one
- * of them, e.g. the indices of max_dim, sort, topk. */
-static const char *const known_crashes[] = {"max_dim", "min_dim", "sort", "topk", NULL};
-
 TEST(gradcheck_op_rows_of_other_families) {
     for (size_t i = 0; i < sizeof op_cases / sizeof op_cases[0]; i++) {
         const OpCase *c = &op_cases[i];
-        if (any_of(c->name, known_crashes) && !getenv("CT_RUN_KNOWN_CRASHES")) {
-            fprintf(stderr, "  SKIPPED %s: engine double free on an unused output's gradient (reported)\n", c->name);
-            continue;
-        }
         ct_scope_begin();
         ct_tensor *in[3];
         bool none = !c->rg[0] && !c->rg[1] && !c->rg[2];

@@ -548,7 +548,13 @@ TEST(npy_malformed) {
 /* Every file of the fuzz corpus, through both loaders, from memory and from disk:
  * it loads or fails with a message, and what loads survives a save/load round trip. */
 TEST(fuzz_corpus) {
-    DIR *dir = opendir(CORPUS);
+    /* from the source directory (ctest), else next to this file */
+    char corpus[1024] = CORPUS;
+    DIR *dir = opendir(corpus);
+    if (!dir && strrchr(__FILE__, '/')) {
+        snprintf(corpus, sizeof corpus, "%.*s/fuzz/corpus", (int)(strrchr(__FILE__, '/') - __FILE__), __FILE__);
+        dir = opendir(corpus);
+    }
     CHECK(dir != NULL);
     if (!dir) return;
     size_t before = in_use();
@@ -557,7 +563,7 @@ TEST(fuzz_corpus) {
     while ((de = readdir(dir))) {
         if (de->d_name[0] == '.') continue;
         char path[1024];
-        snprintf(path, sizeof path, "%s/%s", CORPUS, de->d_name);
+        snprintf(path, sizeof path, "%s/%s", corpus, de->d_name);
         size_t n;
         unsigned char *b = read_all(path, &n);
         if (!b) continue;
@@ -596,6 +602,91 @@ TEST(fuzz_corpus) {
     printf("  corpus: %d files, %d successful loads\n", files, loaded);
 }
 
+/* A small deterministic mutation fuzzer over the corpus, so that every ctest run
+ * (and the sanitizer build's) pushes some thousands of damaged files through both
+ * loaders even where libFuzzer is not available. */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd(uint32_t n) { /* xorshift64* */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 2685821657736338717ull) >> 33) % (n ? n : 1);
+}
+
+static void mutate(unsigned char *b, size_t *n, size_t cap) {
+    static const char *tokens[] = {"{", "}", "[", "]", ",", ":", "\"", "0", "-1", "1e9", "null",
+                                   "18446744073709551615", "\\u00", "'", "(", ")", "True"};
+    int steps = 1 + (int)rnd(4);
+    for (int k = 0; k < steps && *n; k++) {
+        size_t at = rnd((uint32_t)*n);
+        switch (rnd(5)) {
+        case 0: b[at] ^= (unsigned char)(1u << rnd(8)); break;          /* flip a bit */
+        case 1: b[at] = (unsigned char)rnd(256); break;                 /* a random byte */
+        case 2: *n = at; break;                                         /* truncate */
+        case 3: {                                                       /* insert a token */
+            const char *t = tokens[rnd(sizeof tokens / sizeof *tokens)];
+            size_t len = strlen(t);
+            if (*n + len > cap) break;
+            memmove(b + at + len, b + at, *n - at);
+            memcpy(b + at, t, len);
+            *n += len;
+            break;
+        }
+        default: {                                                      /* delete a run */
+            size_t len = 1 + rnd(8);
+            if (at + len > *n) len = *n - at;
+            memmove(b + at, b + at + len, *n - at - len);
+            *n -= len;
+        }
+        }
+    }
+}
+
+TEST(mutated_corpus) {
+    char corpus[1024] = CORPUS;
+    DIR *dir = opendir(corpus);
+    if (!dir && strrchr(__FILE__, '/')) {
+        snprintf(corpus, sizeof corpus, "%.*s/fuzz/corpus", (int)(strrchr(__FILE__, '/') - __FILE__), __FILE__);
+        dir = opendir(corpus);
+    }
+    if (!dir) return;
+    size_t before = in_use();
+    long runs = 0, loads = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.') continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", corpus, de->d_name);
+        size_t n0;
+        unsigned char *orig = read_all(path, &n0);
+        if (!orig) continue;
+        size_t cap = n0 + 256;
+        unsigned char *b = malloc(cap);
+        for (int r = 0; r < 300; r++, runs++) {
+            size_t n = n0;
+            memcpy(b, orig, n0);
+            mutate(b, &n, cap);
+            ct_clear_error();
+            ct_state_dict *sd = ct_safetensors_load_buffer(b, n);
+            if (!sd && !ct_last_error()) FAIL_AT("%s mutation %d: no message", path, r);
+            loads += sd != NULL;
+            ct_state_dict_free(sd);
+            ct_clear_error();
+            ct_scope_begin();
+            ct_tensor *t = ct_load_npy_buffer(b, n);
+            if (!t && !ct_last_error()) FAIL_AT("%s mutation %d: no message", path, r);
+            loads += t != NULL;
+            ct_scope_end();
+        }
+        free(b);
+        free(orig);
+    }
+    closedir(dir);
+    ct_clear_error();
+    CHECK_EQ_INT(in_use(), before);
+    printf("  mutations: %ld inputs, %ld loaded\n", runs, loads);
+}
+
 int main(void) {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/ctorch_test_io_XXXXXX");
     if (!mkdtemp(tmpdir)) {
@@ -615,6 +706,7 @@ int main(void) {
     RUN(npy_variants);
     RUN(npy_malformed);
     RUN(fuzz_corpus);
+    RUN(mutated_corpus);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);

@@ -219,7 +219,22 @@ TEST(max_dim_grad) {
     }
 }
 
+TEST(deterministic) {
+    int nt = ct_get_num_threads();
+    ct_set_num_threads(2);
+    ct_manual_seed(3);
+    ct_tensor *a = ct_randn(CT_SHAPE(1 << 20), CT_FLOAT32);
+    ct_tensor *m = ct_reshape(a, CT_SHAPE(1024, 1024));
+    for (int k = 0; k < 3; k++) {
+        CHECK(ct_item(ct_sum(a)) == ct_item(ct_sum(a)));
+        CHECK(ct_item(ct_var(a, NULL, 0, 1, false)) == ct_item(ct_var(a, NULL, 0, 1, false)));
+        CHECK(ct_item(ct_sum(ct_sum_dims(m, CT_DIMS(0), false))) == ct_item(ct_sum(ct_sum_dims(m, CT_DIMS(0), false))));
+    }
+    ct_set_num_threads(nt);
+}
+
 int main(void) {
+    RUN(deterministic);
     RUN(max_dim_grad);
     RUN(sum_basic);
     RUN(sum_dtypes);

@@ -268,6 +268,22 @@ int ct_masked_fill_(ct_tensor *h, const ct_tensor *mask, double value) {
     return ag_call_inplace(OP_masked_fill, &a);
 }
 
+ct_tensor *ct_masked_scatter(const ct_tensor *h, const ct_tensor *mask, const ct_tensor *source) {
+    U(h, t);
+    U(mask, m);
+    U(source, src);
+    OpArgs a = {.t = {t, m, src}, .nt = 3};
+    return call1(OP_masked_scatter, &a);
+}
+
+int ct_masked_scatter_(ct_tensor *h, const ct_tensor *mask, const ct_tensor *source) {
+    U_INT(h, t);
+    U_INT(mask, m);
+    U_INT(source, src);
+    OpArgs a = {.t = {t, m, src}, .nt = 3};
+    return ag_call_inplace(OP_masked_scatter, &a);
+}
+
 ct_tensor *ct_nonzero(const ct_tensor *h) {
     U(h, t);
     OpArgs a = {.t = {t}, .nt = 1};

@@ -3,6 +3,7 @@
  * for optional tensors stays NULL), packs OpArgs (layouts in src/ops/nn.c)
  * and calls the autograd wrapper. */
 #include "autograd/autograd.h"
+#include "ops/nn.h"
 #include <math.h>
 
 /* Unwraps an optional handle: true when h is NULL or valid. */
@@ -75,6 +76,8 @@ ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean, ct_ten
                          const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps) {
     TensorImpl *x = c10_unwrap(input), *w, *b, *rm, *rv;
     if (!x || !opt(weight, &w) || !opt(bias, &b) || !opt(running_mean, &rm) || !opt(running_var, &rv)) return NULL;
+    /* checked here too, so that messages name batch_norm rather than its eval row */
+    if (nn_batch_norm_check(x, w, b, rm, rv, training) < 0) return NULL;
     OpArgs a = {.t = {x, w, b, rm, rv}, .nt = 5, .i = {training}, .ni = 1, .s = {momentum, eps}};
     return c10_wrap(ag_call1(training ? OP_batch_norm : OP_batch_norm_eval, &a));
 }

@@ -150,6 +150,26 @@ int d_masked_fill(BackwardCtx *c, TensorImpl **gi) {
     return ret(&gi[0], call(OP_masked_fill, (OpArgs){.t = {G, c->in[1]}, .nt = 2, .s = {0}}));
 }
 
+/* self: g where the mask is false; source: the masked elements of g, zero-padded
+ * to source's size */
+int d_masked_scatter(BackwardCtx *c, TensorImpl **gi) {
+    TensorImpl *mask = c->in[1];
+    if (c->needs[0] && ret(&gi[0], call(OP_masked_fill, (OpArgs){.t = {G, mask}, .nt = 2, .s = {0}})) < 0) return -1;
+    if (c->needs[2]) {
+        const InputMeta *m = &c->node->in_meta[2];
+        int64_t numel = 1;
+        for (int d = 0; d < m->ndim; d++) numel *= m->sizes[d];
+        TensorImpl *sel = call(OP_masked_select, (OpArgs){.t = {G, mask}, .nt = 2});
+        if (!sel) return -1;
+        TensorImpl *p = call(OP_pad, (OpArgs){.t = {sel}, .nt = 1, .i = {0, numel - sel->numel}, .ni = 2});
+        if (!p) return -1;
+        OpArgs v = {.t = {p}, .nt = 1, .ni = m->ndim};
+        memcpy(v.i, m->sizes, sizeof(int64_t) * (size_t)m->ndim);
+        if (ret(&gi[2], call(OP_view, v)) < 0) return -1;
+    }
+    return 0;
+}
+
 int d_take(BackwardCtx *c, TensorImpl **gi) {
     const InputMeta *m = &c->node->in_meta[0];
     int64_t numel = 1;

@@ -8,6 +8,9 @@
  *     ...), so that it is itself recorded and can be differentiated again.
  * Constants of the composite formulas (which classes a target picks, with its
  * weights) are computed without history: they do not depend on the input.
+ * The rows have one output each: statistics (logsumexp, mean, rstd) are
+ * recomputed from the saved input in the backward rather than kept as extra
+ * outputs, which would cost memory for the whole life of the graph.
  * Limitations: weights (and pos_weight) are not differentiable, as in PyTorch
  * ("the derivative for 'weight' is not implemented"); for class-probability
  * targets the mixed second derivative input/target is not recorded. */

@@ -106,6 +106,16 @@ int d_mean(BackwardCtx *c, TensorImpl **gi) {
 
 /* ---- exact helpers for inputs with zeros (constants, not differentiated) ---- */
 
+/* a contiguous copy of t in dt */
+static TensorImpl *contig_copy(const TensorImpl *t, ct_dtype dt) {
+    TensorImpl *o = c10_empty(t->sizes, t->ndim, dt, t->device);
+    if (o && at_copy_(o, t) < 0) {
+        c10_release(o);
+        return NULL;
+    }
+    return o;
+}
+
 /* A float64 contiguous copy of t viewed [outer, D, inner] around dim (all
  * dims flattened into D when dim < 0). */
 static TensorImpl *as_lines(const TensorImpl *t, int dim, int64_t *outer, int64_t *D, int64_t *inner) {
@@ -116,11 +126,11 @@ static TensorImpl *as_lines(const TensorImpl *t, int dim, int64_t *outer, int64_
         for (int k = 0; k < dim; k++) *outer *= t->sizes[k];
         for (int k = dim + 1; k < t->ndim; k++) *inner *= t->sizes[k];
     }
-    return at_to_dtype(t, CT_FLOAT64);
+    return contig_copy(t, CT_FLOAT64);
 }
 static bool has_zero(const TensorImpl *t) {
     if (t->device == CT_META || t->numel == 0) return false;
-    TensorImpl *x = at_to_dtype(t, CT_FLOAT64);
+    TensorImpl *x = contig_copy(t, CT_FLOAT64);
     if (!x) return false;
     const double *p = (const double *)c10_data(x);
     bool z = false;
@@ -155,7 +165,7 @@ static TensorImpl *prod_others(const TensorImpl *t, int dim) {
                 lr[k * inner] = zeros == 0 ? prod / lx[k * inner] : (zeros == 1 && k == zi) ? prod : 0;
         }
     c10_release(x);
-    TensorImpl *o = at_to_dtype(r, t->dtype);
+    TensorImpl *o = contig_copy(r, t->dtype);
     c10_release(r);
     return o;
 }
@@ -294,7 +304,7 @@ int d_cumsum(BackwardCtx *c, TensorImpl **gi) {
 static TensorImpl *cumprod_zero_grad(const TensorImpl *x, const TensorImpl *g, int dim) {
     int64_t outer, D, inner;
     TensorImpl *xd = as_lines(x, dim, &outer, &D, &inner);
-    TensorImpl *gd = xd ? at_to_dtype(g, CT_FLOAT64) : NULL;
+    TensorImpl *gd = xd ? contig_copy(g, CT_FLOAT64) : NULL;
     TensorImpl *r = gd ? c10_full(xd->sizes, xd->ndim, 0, CT_FLOAT64, xd->device) : NULL;
     if (!r) {
         c10_release(xd);
@@ -330,7 +340,7 @@ static TensorImpl *cumprod_zero_grad(const TensorImpl *x, const TensorImpl *g, i
         }
     c10_release(xd);
     c10_release(gd);
-    TensorImpl *res = at_to_dtype(r, x->dtype);
+    TensorImpl *res = contig_copy(r, x->dtype);
     c10_release(r);
     return res;
 }

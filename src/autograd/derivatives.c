@@ -23,7 +23,7 @@
 #define ADD(a, b) BIN(add, a, b)
 #define SUB(a, b) BIN(sub, a, b)
 #define NEG(a) UN(neg, a)
-#define MULS(a, s) BINS(mul, a, s)
+#define MULS(a, s) ((s) == 1 ? (a) : BINS(mul, a, s)) /* add's alpha is usually 1 */
 #define ADDS(a, s) BINS(add, a, s)
 #define RSUBS(a, s) ADDS(NEG(a), s) /* s - a */
 #define POW(a, b) BIN(pow, a, b)

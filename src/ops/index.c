@@ -507,16 +507,36 @@ OMP(omp parallel for if (n > GRAIN))
 
 /* Scatter core: o (contiguous clone of self) receives src (or value) at index.
  * mode 0: assign, 1: add. src converted to o's dtype first. */
+/* Row geometry of a scatter: index rows along its last dim, so that offsets
+ * are computed once per row. */
+typedef struct {
+    int64_t L, rows, st_dim, st_last_o, st_last_s;
+} SRows;
+static SRows srows(const GSWalk *w, const GSWalk *ws, int64_t n) {
+    int last = w->n ? w->n - 1 : 0;
+    SRows r;
+    r.L = w->n ? w->sizes[last] : 1;
+    r.rows = r.L ? n / r.L : 0;
+    r.st_dim = w->n ? w->st[w->dim] : 0;
+    r.st_last_o = (w->n && last != w->dim) ? w->st[last] : 0;
+    r.st_last_s = ws->n ? ws->st2[last] : 0;
+    return r;
+}
 #define SCATTER_ADD_K(D, ST, CT, LD, SV)                                         \
     static void scatter_add_##ST##_##CT(char *o_, const char *s_, const GSWalk *w, const GSWalk *ws, \
                                         const int64_t *ip, int64_t n) {          \
         ST *o = (ST *)o_;                                                        \
         const ST *s = (const ST *)s_;                                            \
-        for (int64_t k = 0; k < n; k++) {                                        \
-            int64_t oa, ob, sa, sb;                                              \
-            gs_offsets(w, k, ip[k], &oa, &ob);                                   \
-            gs_offsets(ws, k, 0, &sa, &sb);                                      \
-            o[oa] = SV((CT)(LD(o[oa]) + LD(s[sb])));                             \
+        SRows g = srows(w, ws, n);                                               \
+        for (int64_t r = 0; r < g.rows; r++) {                                   \
+            int64_t bo, ob, sa, bs;                                              \
+            gs_offsets(w, r * g.L, 0, &bo, &ob);                                 \
+            gs_offsets(ws, r * g.L, 0, &sa, &bs);                                \
+            const int64_t *ir = ip + r * g.L;                                    \
+            for (int64_t j = 0; j < g.L; j++) {                                  \
+                int64_t oa = bo + j * g.st_last_o + ir[j] * g.st_dim;            \
+                o[oa] = SV((CT)(LD(o[oa]) + LD(s[bs + j * g.st_last_s])));       \
+            }                                                                    \
         }                                                                        \
     }
 FOR_DTYPES_TOK(SCATTER_ADD_K)
@@ -560,11 +580,14 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
                 ELSIZE_SWITCH(c10_elsize[o->dtype], {
                     E *op_ = (E *)od;
                     const E *sp = (const E *)sd;
-                    for (int64_t k = 0; k < n; k++) {
-                        int64_t oa, ob, sa, sb;
-                        gs_offsets(&w, k, ip[k], &oa, &ob);
-                        gs_offsets(&ws, k, 0, &sa, &sb);
-                        op_[oa] = sp[sb];
+                    SRows g = srows(&w, &ws, n);
+                    for (int64_t r = 0; r < g.rows; r++) {
+                        int64_t bo, ob, sa, bs;
+                        gs_offsets(&w, r * g.L, 0, &bo, &ob);
+                        gs_offsets(&ws, r * g.L, 0, &sa, &bs);
+                        const int64_t *ir = ip + r * g.L;
+                        for (int64_t j = 0; j < g.L; j++)
+                            op_[bo + j * g.st_last_o + ir[j] * g.st_dim] = sp[bs + j * g.st_last_s];
                     }
                 })
             }
@@ -990,6 +1013,68 @@ int fwd_masked_select(int op, const OpArgs *a, TensorImpl **out) {
     return (out[0] = o) ? 1 : -1;
 }
 
+/* t[0] self, t[1] mask (bool), t[2] source (self's dtype): self with the
+ * elements where the (broadcast) mask is true replaced by source's first
+ * elements, in row-major order. dst: in place. */
+int fwd_masked_scatter(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    TensorImpl *self = a->t[0], *mask = a->t[1], *source = a->t[2];
+    if (!same_device("masked_scatter", self, mask) || !same_device("masked_scatter", self, source)) return -1;
+    if (mask->dtype != CT_BOOL)
+        return c10_error_int("masked_scatter: masked_scatter only supports boolean masks, but got mask with dtype %s",
+                             lower_name(mask->dtype));
+    if (source->dtype != self->dtype)
+        return c10_error_int("masked_scatter: expected self and source to have same dtypes but got%s and %s",
+                             c10_dtype_cname(self->dtype), c10_dtype_cname(source->dtype));
+    int64_t shape[CT_MAX_DIMS];
+    int nd = c10_broadcast_shape(mask->sizes, mask->ndim, self->sizes, self->ndim, shape);
+    if (nd < 0) return prefix_error("masked_scatter");
+    TensorImpl *o = a->dst ? c10_retain(a->dst) : c10_empty(shape, nd, self->dtype, self->device);
+    if (!o) return -1;
+    if (a->dst && (o->ndim != nd || memcmp(o->sizes, shape, sizeof(int64_t) * (size_t)nd))) {
+        c10_release(o);
+        return c10_error_int("masked_scatter_: the mask of shape %s cannot be broadcast to self of shape %s",
+                             c10_shape_str(mask->sizes, mask->ndim), c10_shape_str(self->sizes, self->ndim));
+    }
+    if (o->device == CT_META || o->numel == 0) return (out[0] = o, 1);
+    TensorImpl *se = a->dst ? NULL : c10_expand(self, shape, nd);
+    int r = a->dst ? 0 : (se ? copy_into(o, se) : -1);
+    c10_release(se);
+    TensorImpl *me = r == 0 ? c10_expand(mask, shape, nd) : NULL, *mc = me ? at_contiguous(me) : NULL;
+    TensorImpl *sc = mc ? at_contiguous(source) : NULL;
+    c10_release(me);
+    if (!sc) r = -1;
+    if (r == 0) {
+        const bool *m = (const bool *)c10_data(mc);
+        int64_t n = o->numel, cnt = 0;
+        for (int64_t k = 0; k < n; k++) cnt += m[k];
+        if (cnt > source->numel) r = c10_error_int("masked_scatter: Number of elements of source < number of ones in mask");
+        else if (cnt) {
+            char *d = c10_data(o);
+            const char *sp_ = c10_data(sc);
+            bool contig = o->is_contiguous;
+            ELSIZE_SWITCH(c10_elsize[o->dtype], {
+                E *dp = (E *)d;
+                const E *sp = (const E *)sp_;
+                int64_t j = 0;
+                for (int64_t k = 0; k < n; k++)
+                    if (m[k]) {
+                        int64_t off = contig ? k : c10_linear_offset(o, k) / (int64_t)sizeof(E);
+                        dp[off] = sp[j++];
+                    }
+            })
+        }
+    }
+    c10_release(mc);
+    c10_release(sc);
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
+
 /* t[0] self, t[1] index (int64, any shape): self.flatten()[index] */
 int fwd_take(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
@@ -1334,6 +1419,21 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
                                  void *tmp, int64_t *idx) {                      \
         const ST *src = (const ST *)src_;                                        \
         P_##ST *a = (P_##ST *)buf;                                               \
+        if (k > 0 && k <= 64 && k < n) { /* one pass, k best kept in order */    \
+            int64_t cnt = 0;                                                     \
+            for (int64_t i = 0; i < n; i++) {                                    \
+                P_##ST v = {(CT)LD(src[i * stride]), i};                         \
+                if (cnt == k && !lt_##ST(v, a[k - 1], desc)) continue;           \
+                int64_t j = cnt < k ? cnt++ : k - 1;                             \
+                while (j > 0 && lt_##ST(v, a[j - 1], desc)) {                    \
+                    a[j] = a[j - 1];                                             \
+                    j--;                                                         \
+                }                                                                \
+                a[j] = v;                                                        \
+            }                                                                    \
+            for (int64_t j = 0; j < k; j++) idx[j] = a[j].i;                     \
+            return;                                                              \
+        }                                                                        \
         for (int64_t i = 0; i < n; i++) {                                        \
             a[i].k = (CT)LD(src[i * stride]);                                    \
             a[i].i = i;                                                          \
@@ -1725,7 +1825,7 @@ static int ew(const char *name, int nin, TensorImpl *const *in, ct_dtype result,
 /* t[0] cond (bool), t[1] a, t[2] b */
 int fwd_where(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    if (a->t[0]->dtype != CT_BOOL && a->t[0]->dtype != CT_UINT8)
+    if (a->t[0]->dtype != CT_BOOL)
         return c10_error_int("where: where expected condition to be a boolean tensor, but got a tensor with dtype %s",
                              c10_dtype_cname(a->t[0]->dtype));
     PromoteState st = {0};

@@ -326,6 +326,33 @@ static void run_plan(const Plan *pl, int64_t numel, ew_kernel kernel, const doub
     run_range(pl, 0, numel, kernel, s);
 }
 
+/* The common case without planning: a contiguous output and inputs that are
+ * either contiguous with the output's element count (hence its shape up to
+ * size-1 dims) or single elements. One flat dimension. */
+static bool simple_plan(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl *o, ew_kernel kernel,
+                        const double *s) {
+    if (!o->is_contiguous) return false;
+    Plan pl;
+    pl.nops = spec->ninputs + 1;
+    pl.ndim = 1;
+    pl.shape[0] = o->numel;
+    pl.data[0] = c10_data(o);
+    pl.dtype[0] = o->dtype;
+    pl.want[0] = spec->out_dtype;
+    pl.stride[0][0] = (int64_t)c10_elsize[o->dtype];
+    for (int k = 0; k < spec->ninputs; k++) {
+        const TensorImpl *t = in[k];
+        bool scalar = t->numel == 1;
+        if (!scalar && !(t->is_contiguous && t->numel == o->numel)) return false;
+        pl.data[k + 1] = c10_data(t);
+        pl.dtype[k + 1] = t->dtype;
+        pl.want[k + 1] = spec->in_dtype;
+        pl.stride[k + 1][0] = scalar && o->numel > 1 ? 0 : (int64_t)c10_elsize[t->dtype];
+    }
+    run_plan(&pl, o->numel, kernel, s);
+    return true;
+}
+
 int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out, ew_kernel kernel,
            const double *s) {
     int64_t shape[CT_MAX_DIMS];
@@ -367,7 +394,9 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
         o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype, device);
         if (!o) return -1;
     }
-    if (o->device != CT_META && o->numel > 0) {
+    if (o->device != CT_META && o->numel > 0 && simple_plan(spec, in, o, kernel, s)) {
+        /* done: contiguous operands of one shape (or single elements) */
+    } else if (o->device != CT_META && o->numel > 0) {
         Plan pl;
         pl.nops = spec->ninputs + 1;
         plan_operand(&pl, 0, o, ndim);

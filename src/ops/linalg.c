@@ -340,8 +340,8 @@ int fwd_bmm(int op, const OpArgs *a, TensorImpl **out) {
     return (out[0] = product("bmm", x, y, shape, 3, NULL, 1, 0)) ? 1 : -1;
 }
 
-/* t[0] = self [n, m], t[1] = mat1 [n, k]... see addmm: t[0] = self (broadcast to
- * [n, p]), t[1] = mat1 [n, m], t[2] = mat2 [m, p]; s[0] = beta, s[1] = alpha */
+/* t[0] = self (broadcast to [n, p]), t[1] = mat1 [n, m], t[2] = mat2 [m, p];
+ * s[0] = beta, s[1] = alpha: beta * self + alpha * mat1 @ mat2 (self ignored when beta == 0) */
 int fwd_addmm(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *s = a->t[0], *x = a->t[1], *y = a->t[2];
@@ -616,7 +616,7 @@ int fwd_linear(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *x = a->t[0], *w = a->t[1], *bias = a->nt > 2 ? a->t[2] : NULL;
     if (w->ndim > 2) return c10_error_int("linear: t() expects a tensor with <= 2 dimensions, but self is %dD", w->ndim);
-    if (bias && bias->dtype != w->dtype && x->ndim == 2 && w->ndim == 2)
+    if (bias && bias->dtype != w->dtype) /* PyTorch's addmm path; its other paths refuse too */
         return c10_error_int("linear: self and mat2 must have the same dtype");
     if (bias && x->ndim >= 2 && w->ndim < 2) /* PyTorch's fused path: addmm(bias, input, weight.t()) */
         return c10_error_int("linear: mat2 must be a matrix, got %d-D tensor", w->ndim);

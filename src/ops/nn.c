@@ -16,6 +16,12 @@
 #include <omp.h>
 #endif
 
+/* `omp simd` asks for vectorised reductions (allowed to reassociate); clang
+ * warns where it cannot honour the request (exp without a vector library). */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wpass-failed"
+#endif
+
 #define GRAIN 32768 /* elements of work below which one thread runs */
 #define BLOCK 256   /* rows per block of a deterministic sum */
 
@@ -42,32 +48,32 @@ static TensorImpl *convert_owned(TensorImpl *t, ct_dtype d) {
     return r;
 }
 
-/* sum of v[0..n) in double, by fixed blocks (deterministic for any thread count) */
-static double det_sum(const double *v, int64_t n) {
-    int64_t nb = (n + BLOCK - 1) / BLOCK;
-    if (nb <= 1) {
-        double s = 0;
-        for (int64_t i = 0; i < n; i++) s += v[i];
-        return s;
+/* sum of v[0..n) in double, by fixed blocks of rows added in order
+ * (deterministic for any thread count) */
+#define DEF_DET_SUM(T, S)                                                                                \
+    static double det_sum_##S(const T *v, int64_t n) {                                                   \
+        int64_t nb = (n + BLOCK - 1) / BLOCK;                                                             \
+        double *part = nb > 1 ? malloc((size_t)nb * sizeof *part) : NULL;                               \
+        if (!part) { /* one block, or no memory: serial */                                                \
+            double s = 0;                                                                                  \
+            for (int64_t i = 0; i < n; i++) s += (double)v[i];                                            \
+            return s;                                                                                      \
+        }                                                                                                  \
+        _Pragma("omp parallel for schedule(static) if (n > GRAIN)")                                       \
+        for (int64_t b = 0; b < nb; b++) {                                                                 \
+            int64_t lo = b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;                                 \
+            double s = 0;                                                                                  \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t i = lo; i < hi; i++) s += (double)v[i];     \
+            part[b] = s;                                                                                   \
+        }                                                                                                  \
+        double s = 0;                                                                                      \
+        for (int64_t b = 0; b < nb; b++) s += part[b];                                                     \
+        free(part);                                                                                        \
+        return s;                                                                                          \
     }
-    double *part = malloc((size_t)nb * sizeof *part);
-    if (!part) { /* fall back to a serial sum */
-        double s = 0;
-        for (int64_t i = 0; i < n; i++) s += v[i];
-        return s;
-    }
-#pragma omp parallel for schedule(static) if (n > GRAIN)
-    for (int64_t b = 0; b < nb; b++) {
-        int64_t lo = b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;
-        double s = 0;
-        for (int64_t i = lo; i < hi; i++) s += v[i];
-        part[b] = s;
-    }
-    double s = 0;
-    for (int64_t b = 0; b < nb; b++) s += part[b];
-    free(part);
-    return s;
-}
+DEF_DET_SUM(float, f32)
+DEF_DET_SUM(double, f64)
+#define det_sum det_sum_f64
 
 const char *nn_reduction_name(int64_t r) {
     return r == CT_REDUCTION_NONE ? "none" : r == CT_REDUCTION_MEAN ? "mean" : r == CT_REDUCTION_SUM ? "sum" : NULL;
@@ -195,10 +201,10 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
 #define DEF_ROW_LSE(T, S)                                                                                \
     static inline T row_lse_##S(const T *restrict xr, int64_t C) {                                       \
         T m = -INFINITY;                                                                                   \
-        for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m;                                        \
+        _Pragma("omp simd reduction(max : m)") for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m; \
         if (m != m || m == -INFINITY || m == INFINITY) m = 0;                                             \
         T s = 0;                                                                                           \
-        for (int64_t c = 0; c < C; c++) s += exp(xr[c] - m);                                              \
+        _Pragma("omp simd reduction(+ : s)") for (int64_t c = 0; c < C; c++) s += exp(xr[c] - m);         \
         return m + log(s);                                                                                 \
     }
 DEF_ROW_LSE(float, f32)
@@ -220,9 +226,11 @@ DEF_ROW_LSE(double, f64)
                 const T *restrict pr = tp + r * C;                                                        \
                 T acc = 0;                                                                                 \
                 if (w)                                                                                     \
-                    for (int64_t c = 0; c < C; c++) acc += (pr[c] * keep + ec) * w[c] * (lse - xr[c]);    \
+                    _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)                \
+                        acc += (pr[c] * keep + ec) * w[c] * (lse - xr[c]);                                \
                 else                                                                                       \
-                    for (int64_t c = 0; c < C; c++) acc += (pr[c] * keep + ec) * (lse - xr[c]);           \
+                    _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)                \
+                        acc += (pr[c] * keep + ec) * (lse - xr[c]);                                        \
                 l = (double)acc;                                                                           \
             } else if (tgt[r] != ignore) {                                                                 \
                 int64_t y = tgt[r];                                                                        \
@@ -231,9 +239,10 @@ DEF_ROW_LSE(double, f64)
                 if (eps > 0) {                                                                             \
                     T sm = 0;                                                                              \
                     if (w)                                                                                 \
-                        for (int64_t c = 0; c < C; c++) sm += w[c] * (lse - xr[c]);                       \
+                        _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++)             \
+                            sm += w[c] * (lse - xr[c]);                                                    \
                     else                                                                                   \
-                        for (int64_t c = 0; c < C; c++) sm += lse - xr[c];                                \
+                        _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++) sm += lse - xr[c]; \
                     acc += ec * sm;                                                                        \
                 }                                                                                          \
                 l = (double)acc;                                                                           \
@@ -681,10 +690,17 @@ int fwd_pw_loss(int op, const OpArgs *a, TensorImpl **out) {
     if (reduction == CT_REDUCTION_NONE) ONE(l);
     double s = 0;
     if (l->device != CT_META && l->numel) {
-        TensorImpl *ld = nn_contig(l, CT_FLOAT64);
-        if (!ld) return c10_release(l), -1;
-        s = det_sum((const double *)c10_data(ld), ld->numel);
-        c10_release(ld);
+        /* the elementwise output is dense (maybe in a permuted layout): sum its storage in place */
+        if (l->dtype == CT_FLOAT32) {
+            s = det_sum_f32((const float *)c10_data(l), l->numel);
+        } else if (l->dtype == CT_FLOAT64) {
+            s = det_sum_f64((const double *)c10_data(l), l->numel);
+        } else {
+            TensorImpl *ld = nn_contig(l, CT_FLOAT32);
+            if (!ld) return c10_release(l), -1;
+            s = det_sum_f32((const float *)c10_data(ld), ld->numel);
+            c10_release(ld);
+        }
     }
     if (reduction == CT_REDUCTION_MEAN) s /= (double)l->numel;
     ct_device dev = l->device;
@@ -745,10 +761,10 @@ TensorImpl *nn_pw_grad(int op, const OpArgs *a, const TensorImpl *gout, int whic
             const T *restrict xr = x + r * M;                                                             \
             T *restrict yr = y + r * M;                                                                   \
             double s = 0;                                                                                  \
-            for (int64_t i = 0; i < M; i++) s += (double)xr[i];                                           \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < M; i++) s += (double)xr[i];      \
             T mu = (T)(s / (double)M);                                                                     \
             double v = 0;                                                                                  \
-            for (int64_t i = 0; i < M; i++) {                                                             \
+            _Pragma("omp simd reduction(+ : v)") for (int64_t i = 0; i < M; i++) {                        \
                 T d = xr[i] - mu;                                                                          \
                 v += (double)(d * d);                                                                      \
             }                                                                                              \
@@ -857,21 +873,40 @@ fail:
             if (bb) for (int64_t i = 0; i < M; i++) bb[i] = 0;                                             \
             for (int64_t r = lo; r < hi; r++) {                                                            \
                 const T *restrict xr = x + r * M, *restrict gr = g + r * M;                               \
-                T mu = mean[r], rs = rstd[r];                                                              \
-                if (bw) for (int64_t i = 0; i < M; i++) bw[i] += (double)(gr[i] * (xr[i] - mu) * rs);     \
-                if (bb) for (int64_t i = 0; i < M; i++) bb[i] += (double)gr[i];                           \
+                const T mu = mean[r], rs = rstd[r];                                                        \
+                if (bw && bb) {                                                                            \
+                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++) {                                  \
+                        bw[i] += (double)(gr[i] * (xr[i] - mu) * rs);                                      \
+                        bb[i] += (double)gr[i];                                                            \
+                    }                                                                                      \
+                } else if (bw) {                                                                           \
+                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++)                                    \
+                        bw[i] += (double)(gr[i] * (xr[i] - mu) * rs);                                      \
+                } else if (bb) {                                                                           \
+                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++) bb[i] += (double)gr[i];            \
+                }                                                                                          \
                 if (!gx) continue;                                                                         \
                 T *restrict o = gx + r * M;                                                                \
                 double s1 = 0, s2 = 0;                                                                     \
-                for (int64_t i = 0; i < M; i++) {                                                         \
-                    T gh = w ? gr[i] * w[i] : gr[i];                                                       \
-                    s1 += (double)gh;                                                                      \
-                    s2 += (double)(gh * (xr[i] - mu) * rs);                                               \
+                if (w) {                                                                                   \
+                    _Pragma("omp simd reduction(+ : s1, s2)") for (int64_t i = 0; i < M; i++) {            \
+                        T gh = gr[i] * w[i];                                                               \
+                        s1 += (double)gh;                                                                  \
+                        s2 += (double)(gh * (xr[i] - mu));                                                 \
+                    }                                                                                      \
+                } else {                                                                                   \
+                    _Pragma("omp simd reduction(+ : s1, s2)") for (int64_t i = 0; i < M; i++) {            \
+                        s1 += (double)gr[i];                                                               \
+                        s2 += (double)(gr[i] * (xr[i] - mu));                                              \
+                    }                                                                                      \
                 }                                                                                          \
-                T c1 = (T)(s1 / (double)M), c2 = (T)(s2 / (double)M);                                      \
-                for (int64_t i = 0; i < M; i++) {                                                         \
-                    T gh = w ? gr[i] * w[i] : gr[i];                                                       \
-                    o[i] = rs * (gh - c1 - (xr[i] - mu) * rs * c2);                                        \
+                const T c1 = (T)(s1 / (double)M), c2 = (T)(s2 * (double)rs * (double)rs / (double)M);     \
+                if (w) {                                                                                   \
+                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++)                                    \
+                        o[i] = rs * (gr[i] * w[i] - c1 - (xr[i] - mu) * c2);                               \
+                } else {                                                                                   \
+                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++)                                    \
+                        o[i] = rs * (gr[i] - c1 - (xr[i] - mu) * c2);                                      \
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
@@ -890,7 +925,9 @@ int nn_layer_norm_grad(const TensorImpl *x, const TensorImpl *w, double eps, con
     TensorImpl *gb = needs[2] ? c10_empty(ns, nn, CT_FLOAT64, x->device) : NULL;
     TensorImpl *xc = NULL, *gc = NULL, *wc = NULL, *mc = NULL, *rc = NULL;
     double *part = NULL;
-    int64_t nb = R < 64 ? R : 64;
+    /* blocks of rows for the weight/bias sums: a fixed count (deterministic), at most 32 MB of partials */
+    int64_t nb = R < 64 ? R : 64, cap = M > 0 ? ((int64_t)1 << 22) / M : 64;
+    if (nb > cap) nb = cap > 1 ? cap : 1;
     if ((needs[0] && !gx) || (needs[1] && w && !gw) || (needs[2] && !gb)) goto fail;
     if (x->device != CT_META) {
         if (!(xc = nn_contig(x, cd)) || !(gc = nn_contig(g, cd)) || (w && !(wc = nn_contig(w, cd))) ||
@@ -903,7 +940,7 @@ int nn_layer_norm_grad(const TensorImpl *x, const TensorImpl *w, double eps, con
             ln_fwd_f64((const double *)c10_data(xc), R, M, NULL, NULL, eps, NULL, (double *)c10_data(mc),
                        (double *)c10_data(rc));
         int npart = (gw != NULL) + (gb != NULL);
-        if (npart && !(part = calloc((size_t)(nb ? nb : 1) * (size_t)M * (size_t)npart, sizeof *part))) {
+        if (npart && !(part = calloc((size_t)(nb ? nb : 1) * (size_t)(M ? M : 1) * (size_t)npart, sizeof *part))) {
             c10_error("out of memory");
             goto fail;
         }
@@ -951,14 +988,14 @@ fail:
                 double s = 0;                                                                              \
                 for (int64_t n = 0; n < N; n++) {                                                          \
                     const T *restrict p = x + (n * C + c) * inner;                                        \
-                    for (int64_t i = 0; i < inner; i++) s += (double)p[i];                                \
+                    _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < inner; i++) s += (double)p[i]; \
                 }                                                                                          \
                 double cnt = (double)(N * inner);                                                          \
                 mu = (T)(s / cnt);                                                                         \
                 double v = 0;                                                                              \
                 for (int64_t n = 0; n < N; n++) {                                                          \
                     const T *restrict p = x + (n * C + c) * inner;                                        \
-                    for (int64_t i = 0; i < inner; i++) {                                                 \
+                    _Pragma("omp simd reduction(+ : v)") for (int64_t i = 0; i < inner; i++) {            \
                         T d = p[i] - mu;                                                                   \
                         v += (double)(d * d);                                                              \
                     }                                                                                      \
@@ -1115,7 +1152,7 @@ fail:
             double sg = 0, sgx = 0;                                                                        \
             for (int64_t n = 0; n < N; n++) {                                                              \
                 const T *restrict p = x + (n * C + c) * inner, *restrict q = g + (n * C + c) * inner;    \
-                for (int64_t i = 0; i < inner; i++) {                                                     \
+                _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < inner; i++) {          \
                     sg += (double)q[i];                                                                    \
                     sgx += (double)(q[i] * (p[i] - mu));                                                   \
                 }                                                                                          \

@@ -482,7 +482,7 @@ int fwd_max_all(int op, const OpArgs *a, TensorImpl **out) {
     bool mask[CT_MAX_DIMS];
     for (int d = 0; d < CT_MAX_DIMS; d++) mask[d] = d < t->ndim;
     RCtx c = {.fin = FIN_VALUE};
-    ONE(reduce_into(t, mask, false, t->dtype, op == OP_max ? RK_MAX : RK_MIN, &c));
+    ONE(reduce_into(t, mask, false, t->dtype, op == OP_max ? RK_AMAX : RK_AMIN, &c));
 }
 
 /* max_dim, min_dim: values and int64 indices. t[0]; i: dim, keepdim */
@@ -563,7 +563,7 @@ int fwd_amax(int op, const OpArgs *a, TensorImpl **out) {
     if (parse_list(name, a, mask, &keepdim) < 0) return -1;
     if (check_nonempty(name, t, mask) < 0) return -1;
     RCtx c = {.fin = FIN_VALUE};
-    ONE(reduce_into(t, mask, keepdim, t->dtype, op == OP_amax ? RK_MAX : RK_MIN, &c));
+    ONE(reduce_into(t, mask, keepdim, t->dtype, op == OP_amax ? RK_AMAX : RK_AMIN, &c));
 }
 
 /* argmax, argmin: int64 indices. t[0]; i: dim, keepdim, has_dim (0: over the
@@ -663,8 +663,8 @@ int fwd_logsumexp(int op, const OpArgs *a, TensorImpl **out) {
     }
     int64_t nred = pl.nred;
     if (nred > 0) {
-        RCtx c = {.rk = RK_MAX, .fin = FIN_AUX, .scale = 1, .aux = m};
-        run_reduce(&pl, RK_MAX, &c);
+        RCtx c = {.rk = RK_AMAX, .fin = FIN_AUX, .scale = 1, .aux = m};
+        run_reduce(&pl, RK_AMAX, &c);
         for (int64_t i = 0; i < pl.nout; i++)
             if (isinf(m[i])) m[i] = 0;
     } else {
@@ -687,6 +687,16 @@ int fwd_all(int op, const OpArgs *a, TensorImpl **out) {
     ct_dtype dt = t->dtype == CT_UINT8 ? CT_UINT8 : CT_BOOL;
     RCtx c = {.fin = FIN_VALUE};
     ONE(reduce_into(t, mask, keepdim, dt, op == OP_all ? RK_ALL : RK_ANY, &c));
+}
+
+/* A contiguous copy of t converted to dt (at_to_dtype keeps t's layout). */
+static TensorImpl *contig_copy(const TensorImpl *t, ct_dtype dt) {
+    TensorImpl *o = c10_empty(t->sizes, t->ndim, dt, t->device);
+    if (o && at_copy_(o, t) < 0) {
+        c10_release(o);
+        return NULL;
+    }
+    return o;
 }
 
 /* ------------------------------------------------------------------ scans */
@@ -747,7 +757,7 @@ int fwd_cumsum(int op, const OpArgs *a, TensorImpl **out) {
     ct_dtype dt = c10_is_integral(t->dtype, true) ? CT_INT64 : t->dtype;
     if (t->device == CT_META) ONE(c10_empty(t->sizes, t->ndim, dt, t->device));
     ct_dtype wdt = (dt == CT_FLOAT16 || dt == CT_BFLOAT16) ? CT_FLOAT32 : dt;
-    TensorImpl *w = at_to_dtype(t, wdt); /* a contiguous copy, scanned in place */
+    TensorImpl *w = contig_copy(t, wdt); /* scanned in place */
     if (!w) return -1;
     int64_t outer, D, inner;
     split3(t, d, &outer, &D, &inner);
@@ -759,7 +769,7 @@ int fwd_cumsum(int op, const OpArgs *a, TensorImpl **out) {
         else (sum ? scan_sum_int64_t : scan_prod_int64_t)(x, outer, D, inner, rev);
     }
     if (wdt != dt) {
-        TensorImpl *r = at_to_dtype(w, dt);
+        TensorImpl *r = contig_copy(w, dt);
         c10_release(w);
         w = r;
     }
@@ -781,7 +791,7 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
                              logm ? "log_softmax" : "softmax", c10_dtype_cname(t->dtype));
     if (t->device == CT_META) ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device));
     ct_dtype wdt = t->dtype == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32;
-    TensorImpl *x = wdt == t->dtype ? at_contiguous(t) : at_to_dtype(t, wdt);
+    TensorImpl *x = wdt == t->dtype ? at_contiguous(t) : contig_copy(t, wdt);
     if (!x) return -1;
     TensorImpl *y = c10_empty(t->sizes, t->ndim, wdt, t->device);
     if (!y) {
@@ -797,7 +807,7 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
     }
     c10_release(x);
     if (wdt != t->dtype) {
-        TensorImpl *r = at_to_dtype(y, t->dtype);
+        TensorImpl *r = contig_copy(y, t->dtype);
         c10_release(y);
         y = r;
     }

@@ -220,11 +220,13 @@ int fwd_sum_to_size(int op, const OpArgs *a, TensorImpl **out) {
     int n = 0;
     for (int d = 0; d < t->ndim; d++)
         if (d < lead || (a->i[d - lead] == 1 && t->sizes[d] != 1)) s.i[2 + n++] = d;
-    if (n == 0) {
-        TensorImpl *c = at_to_dtype(t, t->dtype);
-        TensorImpl *v = c ? c10_view(c, a->i, nd) : NULL;
-        c10_release(c);
-        return (out[0] = v) ? 1 : -1;
+    if (n == 0) { /* nothing to sum: a contiguous copy in shape */
+        TensorImpl *c = c10_empty(a->i, nd, t->dtype, t->device);
+        if (c && at_copy_(c, t) < 0) {
+            c10_release(c);
+            c = NULL;
+        }
+        return (out[0] = c) ? 1 : -1;
     }
     s.i[1] = n;
     s.ni = 2 + n;

@@ -292,6 +292,7 @@ static int step_one(ct_optimizer *o, PState *s) {
             else rmsprop_f64(p, gd, sq, b, ga, n, G);
         }
     }
+    if (rc == 0) c10_bump_version(c10_unwrap(s->p)); /* an in-place update, as param.add_() counts */
     if (g != g0) ct_free(g);
     ct_free(g0);
     return rc;

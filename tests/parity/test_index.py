@@ -34,6 +34,8 @@ SIGS = [
     ("ct_masked_select", T, [CT, CT]),
     ("ct_masked_fill", T, [CT, CT, c_double]),
     ("ct_masked_fill_", c_int, [T, CT, c_double]),
+    ("ct_masked_scatter", T, [CT, CT, CT]),
+    ("ct_masked_scatter_", c_int, [T, CT, CT]),
     ("ct_nonzero", T, [CT]),
     ("ct_take", T, [CT, CT]),
     ("ct_flip", T, [CT, INTP, c_int]),
@@ -264,6 +266,36 @@ def test_gather_scatter_values(dtype, layout):
             close(lib.ct_scatter_add(h(x), dim, h(idx), h(src)), want)
 
 
+def test_gather_scatter_edges():
+    s = torch.tensor(3.0, dtype=torch.float64)
+    i0 = torch.tensor(0)
+    close(lib.ct_gather(h(s), 0, h(i0)), torch.gather(s, 0, i0))
+    close(lib.ct_scatter(h(s), 0, h(i0), h(torch.tensor(5.0).double())), s.scatter(0, i0, torch.tensor(5.0).double()))
+    close(lib.ct_scatter_add(h(s), 0, h(i0), h(torch.tensor(5.0).double())),
+          s.scatter_add(0, i0, torch.tensor(5.0).double()))
+    x = rand((3, 4))
+    e = torch.zeros(0, 4, dtype=torch.long)
+    close(lib.ct_gather(h(x), 0, h(e)), torch.gather(x, 0, e))
+    it = torch.tensor([[0, 2], [1, 1], [2, 0]]).t()  # a transposed index
+    close(lib.ct_gather(h(x), 0, h(it)), torch.gather(x, 0, it))
+    close(lib.ct_index_select(h(x), 1, h(torch.tensor([0, 3, 1, 2])[::2])), torch.index_select(x, 1, torch.tensor([0, 1])))
+    close(lib.ct_index(h(x), arr([h(it)]), 1), x[it])
+    close(lib.ct_scatter_add(h(x), 0, h(e), h(torch.zeros(0, 4).double())), x.scatter_add(0, e, torch.zeros(0, 4).double()))
+    # in place on a transposed (non-contiguous) tensor
+    base = rand((5, 3))
+    xt = base.t()
+    idx = torch.tensor([[0, 4], [2, 1]])
+    src = rand((2, 2))
+    hb = h(base.clone())
+    hx = ct.check(lib.ct_t(hb))
+    ct.check_int(lib.ct_scatter_add_(hx, 1, h(idx), h(src)))
+    close(hx, xt.clone().scatter_add_(1, idx, src))
+    ct.check_int(lib.ct_index_put_(hx, arr([h(torch.tensor([1, 0]))]), 1, h(torch.tensor(9.0).double()), False))
+    want = xt.clone().scatter_add_(1, idx, src)
+    want[torch.tensor([1, 0])] = 9.0
+    close(hx, want)
+
+
 def test_scatter_inplace():
     x = rand((3, 5))
     idx = torch.tensor([[0, 1, 2], [4, 3, 2]])
@@ -468,6 +500,35 @@ def test_masked(dtype, layout):
     close(lib.ct_nonzero(h(torch.tensor(3).to(dtype))), torch.nonzero(torch.tensor(3).to(dtype)))
 
 
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_masked_scatter(dtype, layout):
+    x = make((3, 4), dtype, layout)
+    src = make((3, 5), dtype, layout)
+    for mask in (make((3, 4), torch.bool, layout), torch.tensor([True, False, False, True]),
+                 torch.zeros(3, 4, dtype=torch.bool)):
+        close(lib.ct_masked_scatter(h(x), h(mask), h(src)), x.masked_scatter(mask, src))
+        hx = h(x.clone())
+        ct.check_int(lib.ct_masked_scatter_(hx, h(mask), h(src)))
+        # torch 1.13's in-place form fills a non-contiguous self in memory order
+        # (unlike its out-of-place form): compare with the out-of-place result
+        close(hx, x.masked_scatter(mask, src))
+    m = torch.ones(3, 4, dtype=torch.bool)
+    small = make((5,), dtype)
+    expect_error(lib.ct_masked_scatter(h(x), h(m), h(small)), lambda: x.masked_scatter(m, small))
+    ct.assert_error(lib.ct_masked_scatter(h(x), h(torch.ones(3, 4)), h(src)),
+                    "masked_scatter only supports boolean masks, but got mask with dtype float")
+    ct.clear_error()
+
+
+def test_masked_scatter_grad():
+    x = make((3, 4), layout="transposed")
+    m = rand((2, 3, 4), torch.bool)
+    src = rand((5, 6))
+    grad_check(lambda t, mm, s: lib.ct_masked_scatter(t, mm, s), lambda t, mm, s: t.masked_scatter(mm, s),
+               [x.contiguous(), m, src], [0, 2], "masked_scatter: ", name="MaskedScatterBackward0")
+
+
 def test_masked_special():
     x = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
     m = torch.tensor([False, True, False, True])
@@ -617,6 +678,20 @@ def test_sort_nan_and_special():
         close(i, ti)
         v, i = ct_topk(x, 3, 0, desc, True)
         close(v, torch.topk(x, 3, largest=desc)[0])
+    # the three topk paths: k <= 64 (one pass), k <= n / 8 (quickselect), larger (full sort)
+    big = rand((3, 1200))
+    big[0, 5] = float("nan")
+    big[1, :40] = 0.5  # ties
+    for k in (10, 64, 100, 150, 700, 1200):
+        for largest in (True, False):
+            v, i = ct_topk(big, k, 1, largest, True)
+            tv, ti = torch.topk(big, k, 1, largest=largest)
+            close(v, tv, f"topk k={k}: ")
+            close(lib.ct_gather(h(big), 1, i), tv, f"topk k={k} indices: ")
+    v, i = ct_sort(big, 1, True, True)
+    tv, ti = torch.sort(big, dim=1, descending=True, stable=True)
+    close(v, tv)
+    close(i, ti)
     s = torch.tensor(2.0)
     v, i = ct_sort(s, 0, False, False)
     close(v, torch.sort(s)[0])
@@ -748,6 +823,9 @@ def test_where(dtype, layout):
 def test_where_errors_grad():
     x = rand((3, 4))
     expect_error(lib.ct_where(h(torch.ones(3)), h(x), h(x)), lambda: torch.where(torch.ones(3), x, x))
+    ct.assert_error(lib.ct_where(h(torch.ones(3, 4, dtype=torch.uint8)), h(x), h(x)),
+                    "where expected condition to be a boolean tensor, but got a tensor with dtype Byte")
+    ct.clear_error()
     expect_error(lib.ct_where(h(torch.ones(3, dtype=torch.bool)), h(x), h(x)),
                  lambda: torch.where(torch.ones(3, dtype=torch.bool), x, x))
     c = rand((3, 4), torch.bool)

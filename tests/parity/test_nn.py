@@ -63,6 +63,7 @@ for name, res, args in [
     ("ct_init_normal_", c_int, [T, c_double, c_double]), ("ct_init_uniform_", c_int, [T, c_double, c_double]),
     ("ct_set_requires_grad", c_int, [T, c_bool]), ("ct_backward", c_int, [T, CT]), ("ct_grad", T, [CT]),
     ("ct_sum", T, [CT]), ("ct_mul", T, [CT, CT]),
+    ("ct_module_save", c_int, [M, c_char_p]), ("ct_module_load", c_int, [M, c_char_p, c_bool]),
 ]:
     ct.declare(name, res, args)
 
@@ -437,3 +438,48 @@ def test_errors_like_torch(mods):
                     ct.torch_error(lambda: torch.nn.BatchNorm2d(3)(torch.randn(2, 3, 4))))
     ct.assert_error(lib.ct_nn_conv2d(3, 4, 3, 1, 0, 1, 2, True),
                     ct.torch_error(lambda: torch.nn.Conv2d(3, 4, 3, groups=2)))
+
+
+def read_safetensors(path):
+    """A minimal reader (8-byte little-endian header length, JSON header, raw data)."""
+    import json
+    import struct
+    raw = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    dtypes = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64}
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = info["data_offsets"]
+        buf = bytearray(raw[8 + n + a:8 + n + b])
+        out[name] = torch.frombuffer(buf, dtype=dtypes[info["dtype"]]).reshape(info["shape"]).clone() \
+            if b > a else torch.zeros(info["shape"], dtype=dtypes[info["dtype"]])
+    return out
+
+
+def test_saved_model_loads_in_torch_and_back(mods, tmp_path):
+    lib.ct_manual_seed(5)
+    m = keep(mods, seq(lib.ct_nn_conv2d(1, 4, 3, 1, 1, 1, 1, True), lib.ct_nn_batch_norm2d(4, 1e-5, 0.1, True, True),
+                       lib.ct_nn_relu(), lib.ct_nn_max_pool2d(2, 0, 0), lib.ct_nn_flatten(1, -1),
+                       lib.ct_nn_linear(64, 10, True)))
+    x = torch.randn(3, 1, 8, 8)
+    assert lib.ct_module_forward(m, ct.from_torch(x))  # updates running stats
+    lib.ct_module_eval(m)
+    path = str(tmp_path / "m.safetensors")
+    assert lib.ct_module_save(m, path.encode()) == 0, ct.last_error()
+    tm = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                             torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(64, 10))
+    tm.load_state_dict(read_safetensors(path), strict=True)
+    tm.eval()
+    with torch.no_grad():
+        want = tm(x)
+    ct.assert_close(ct.check(lib.ct_module_forward(m, ct.from_torch(x))), want, rtol=1e-5, atol=1e-6)
+    # and a fresh ctorch model loads the file strictly
+    m2 = keep(mods, seq(lib.ct_nn_conv2d(1, 4, 3, 1, 1, 1, 1, True), lib.ct_nn_batch_norm2d(4, 1e-5, 0.1, True, True),
+                        lib.ct_nn_relu(), lib.ct_nn_max_pool2d(2, 0, 0), lib.ct_nn_flatten(1, -1),
+                        lib.ct_nn_linear(64, 10, True)))
+    assert lib.ct_module_load(m2, path.encode(), True) == 0, ct.last_error()
+    lib.ct_module_eval(m2)
+    ct.assert_close(ct.check(lib.ct_module_forward(m2, ct.from_torch(x))), want, rtol=1e-5, atol=1e-6)

@@ -556,3 +556,26 @@ def test_grad_fn_names():
              (minmax_dim("ct_max_dim", h, 0, False)[0], x.max(0).values)]
     for hc, t in cases:
         assert lib.ct_grad_fn_name(hc).decode() == type(t.grad_fn).__name__
+
+
+ct.declare("ct_mul", T, [CT, CT])
+
+
+def test_sum_to_size_through_broadcast_grads():
+    """fwd_sum_to_size (the engine's broadcast undo) runs on the reduction engine"""
+    for sa, sb in [((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((5,), ()), ((1, 1), (2, 3, 1))]:
+        a = torch.randn(sa, generator=GEN, dtype=F64)
+        b = torch.randn(sb, generator=GEN, dtype=F64)
+        ha, hb = leaf(a), leaf(b)
+        ta, tb = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+        out = ta * tb
+        g = torch.randn(out.shape, generator=GEN, dtype=F64)
+        wa, wb = torch.autograd.grad(out, [ta, tb], g)
+        ho = ct.check(lib.ct_mul(ha, hb))
+        outs = (c_void_p * 1)(ho)
+        gos = (c_void_p * 1)(ct.from_torch(g))
+        ins = (c_void_p * 2)(ha, hb)
+        res = (c_void_p * 2)()
+        ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, 2, res, True, False, False))
+        ct.assert_close(res[0], wa, rtol=1e-12, atol=1e-12, what=f"{sa} {sb} grad a: ")
+        ct.assert_close(res[1], wb, rtol=1e-12, atol=1e-12, what=f"{sa} {sb} grad b: ")

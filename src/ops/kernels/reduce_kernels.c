@@ -195,6 +195,34 @@ SUM_KERNEL(double, double, 32)
 FLOAT_KERNELS(float)
 FLOAT_KERNELS(double)
 
+/* value-only max/min: lanes, NaN sticks (x != x wins, and nothing beats NaN) */
+#define AMINMAX(T, name, CMP, FIELD, NANCHK)                                             \
+    static void name(RState *s, const void *xv, int64_t n, int64_t base, double p) {    \
+        (void)base, (void)p;                                                             \
+        const T *restrict x = xv;                                                        \
+        if (n <= 0) return;                                                              \
+        T m[LANES], r = x[0];                                                            \
+        for (int j = 0; j < LANES; j++) m[j] = x[0];                                     \
+        int64_t i = 0;                                                                   \
+        for (; i + LANES <= n; i += LANES)                                               \
+            for (int j = 0; j < LANES; j++) {                                            \
+                T v = x[i + j];                                                          \
+                m[j] = (NANCHK(v) || v CMP m[j]) ? v : m[j];                             \
+            }                                                                            \
+        for (; i < n; i++) r = (NANCHK(x[i]) || x[i] CMP r) ? x[i] : r;                  \
+        for (int j = 0; j < LANES; j++) r = (NANCHK(m[j]) || m[j] CMP r) ? m[j] : r;     \
+        if (!s->has || NANCHK(r) || (!NANCHK(s->FIELD) && r CMP s->FIELD)) s->FIELD = r; \
+        s->has = true;                                                                   \
+    }
+#define ISNAN_(v) ((v) != (v))
+#define NEVER_(v) 0
+AMINMAX(float, amax_float, >, d, ISNAN_)
+AMINMAX(float, amin_float, <, d, ISNAN_)
+AMINMAX(double, amax_double, >, d, ISNAN_)
+AMINMAX(double, amin_double, <, d, ISNAN_)
+AMINMAX(int64_t, amax_i64, >, v, NEVER_)
+AMINMAX(int64_t, amin_i64, <, v, NEVER_)
+
 /* ---------------------------------------------------------------- int64 */
 
 static void sum_i64(RState *s, const void *xv, int64_t n, int64_t base, double p) {
@@ -250,6 +278,8 @@ const rk_fn rk_kernels[RK_COUNT][3] = {
     [RK_NORM] = {norm_float, norm_double, NULL},
     [RK_SQDEV] = {sqdev_float, sqdev_double, NULL},
     [RK_SUMEXP] = {sumexp_float, sumexp_double, NULL},
+    [RK_AMAX] = {amax_float, amax_double, amax_i64},
+    [RK_AMIN] = {amin_float, amin_double, amin_i64},
 };
 
 void rk_combine(int rk, int ct, double p, RState *a, const RState *b) {
@@ -271,6 +301,17 @@ void rk_combine(int rk, int ct, double p, RState *a, const RState *b) {
         else if (p == -INFINITY) a->d = (b->d != b->d || b->d < a->d) ? b->d : a->d;
         else a->d += b->d;
         return;
+    case RK_AMAX:
+    case RK_AMIN: {
+        if (!b->has) return;
+        if (!a->has) {
+            *a = *b;
+            return;
+        }
+        if (ct == CT_I64) a->v = (rk == RK_AMAX ? b->v > a->v : b->v < a->v) ? b->v : a->v;
+        else if (a->d == a->d && (b->d != b->d || (rk == RK_AMAX ? b->d > a->d : b->d < a->d))) a->d = b->d;
+        return;
+    }
     case RK_MAX:
     case RK_MIN: {
         if (!b->has || a->nan) return;
@@ -294,12 +335,18 @@ static inline double dlog(double x) { return log(x); }
 #define SB 256 /* columns per block when the softmax dim is not innermost */
 
 #define SOFTMAX(T)                                                                       \
-    static void softmax_row_##T(const T *restrict x, T *restrict y, int64_t n, bool logm) { \
+    /* next: the following row, prefetched during the max pass (the rows stream \
+     * from memory; the later passes hit L1) */                                         \
+    static void softmax_row_##T(const T *restrict x, T *restrict y, int64_t n, bool logm, \
+                                const T *next) {                                         \
         T mv[LANES];                                                                     \
         for (int j = 0; j < LANES; j++) mv[j] = -INFINITY;                               \
         int64_t i = 0;                                                                   \
-        for (; i + LANES <= n; i += LANES)                                               \
+        for (; i + LANES <= n; i += LANES) {                                             \
+            if (next)                                                                    \
+                for (int q = 0; q < LANES; q += 64 / (int)sizeof(T)) __builtin_prefetch(next + i + q); \
             for (int j = 0; j < LANES; j++) mv[j] = x[i + j] > mv[j] ? x[i + j] : mv[j]; \
+        }                                                                                \
         T m = -INFINITY;                                                                 \
         for (; i < n; i++) m = x[i] > m ? x[i] : m;                                      \
         for (int j = 0; j < LANES; j++) m = mv[j] > m ? mv[j] : m;                       \
@@ -360,7 +407,8 @@ static inline double dlog(double x) { return log(x); }
         (void)nt;                                                                        \
         if (inner == 1) {                                                                \
             OMP_FOR_NT \
-            for (int64_t o = 0; o < outer; o++) softmax_row_##T(x + o * D, y + o * D, D, logm); \
+            for (int64_t o = 0; o < outer; o++)                                          \
+                softmax_row_##T(x + o * D, y + o * D, D, logm, o + 1 < outer ? x + (o + 1) * D : NULL); \
             return;                                                                      \
         }                                                                                \
         int64_t nb = (inner + SB - 1) / SB;                                              \

@@ -4,15 +4,15 @@
  * index-returning reductions). Private to reduce.c / reduce_kernels.c. */
 #ifndef CT_REDUCE_KERNELS_H
 #define CT_REDUCE_KERNELS_H
-#include <stdbool.h>
-#include <stdint.h>
+#include "core/core.h"
 
 enum { CT_F32, CT_F64, CT_I64 }; /* compute types */
 
 /* reductions: SUM PROD MAX MIN (value + first index; NaN wins) ALL ANY,
  * NORM (p: 2, 1, inf, -inf, 0, other: sum |x|^p), SQDEV (sum (x - sh)^2),
  * SUMEXP (sum exp(x - sh)) */
-enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_ALL, RK_ANY, RK_NORM, RK_SQDEV, RK_SUMEXP, RK_COUNT };
+enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_ALL, RK_ANY, RK_NORM, RK_SQDEV, RK_SUMEXP, RK_AMAX, RK_AMIN, RK_COUNT };
+/* RK_AMAX / RK_AMIN: the value only (NaN wins), vectorised */
 
 typedef struct RState {
     double d;       /* float accumulator / value */
@@ -24,13 +24,13 @@ typedef struct RState {
 
 typedef void (*rk_fn)(RState *s, const void *x, int64_t n, int64_t base, double p);
 
-__attribute__((visibility("hidden"))) extern const rk_fn rk_kernels[RK_COUNT][3];
+CT_INTERNAL extern const rk_fn rk_kernels[RK_COUNT][3];
 /* a = a then b (b covers later positions) */
-__attribute__((visibility("hidden"))) void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
+CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
 /* softmax / log_softmax of contiguous x viewed [outer, D, inner] along D into y */
-__attribute__((visibility("hidden"))) void softmax_float(const float *x, float *y, int64_t outer, int64_t D,
+CT_INTERNAL void softmax_float(const float *x, float *y, int64_t outer, int64_t D,
                                                          int64_t inner, bool logm, int nt);
-__attribute__((visibility("hidden"))) void softmax_double(const double *x, double *y, int64_t outer, int64_t D,
+CT_INTERNAL void softmax_double(const double *x, double *y, int64_t outer, int64_t D,
                                                           int64_t inner, bool logm, int nt);
 #endif
