@@ -731,7 +731,7 @@ CT_API int ct_module_save(ct_module *m, const char *path);       /* state dict a
 CT_API int ct_module_load(ct_module *m, const char *path, bool strict);
 
 /* Layers: torch.nn's, initialised as PyTorch does by default (the same numbers
- * after the same ct_manual_seed). Sizes <= 0 fail as in PyTorch. */
+ * after the same ct_manual_seed), float32 parameters. Invalid sizes fail with PyTorch's messages. */
 CT_API ct_module *ct_nn_linear(int64_t in_features, int64_t out_features, bool bias);
 /* Conv1d/Conv2d with square kernels: stride, padding, dilation the same on each side. */
 CT_API ct_module *ct_nn_conv1d(int64_t in_channels, int64_t out_channels, int64_t kernel_size, int64_t stride,

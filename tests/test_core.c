@@ -88,6 +88,7 @@ TEST(errors_name_op_shapes_and_dtypes) {
     CHECK_ERR(ct_select(a, 1, 3), "index 3 out of range");
     CHECK_ERR(ct_zeros(CT_SHAPE(-1, 3), CT_FLOAT32), "negative dimension -1");
     CHECK_ERR(ct_zeros(CT_SHAPE(INT64_MAX, 4), CT_FLOAT32), "overflow");
+    CHECK_ERR(ct_empty(CT_SHAPE(0, 3333333333333333333, 2592), CT_INT32), "overflow"); /* found by the fuzzer */
     CHECK_ERR(ct_as_strided(a, (int64_t[]){3, 3}, (int64_t[]){3, 1}, 2, 0), "out of bounds for storage");
     CHECK_ERR(ct_expand(a, CT_SHAPE(4, 3)), "The expanded size of the tensor (4) must match the existing size (2)");
     CHECK(isnan(ct_item(a)));

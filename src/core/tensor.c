@@ -100,9 +100,10 @@ TensorImpl *c10_empty(const int64_t *sizes, int ndim, ct_dtype dtype, ct_device 
     int64_t n = checked_numel(sizes, ndim, dtype);
     if (n < 0) return NULL;
     int64_t strides[CT_MAX_DIMS], st = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
+    for (int i = ndim - 1; i >= 0; i--) { /* with a 0-size dim numel is 0 but strides can still overflow */
         strides[i] = st;
-        st *= sizes[i] ? sizes[i] : 1;
+        if (__builtin_mul_overflow(st, sizes[i] ? sizes[i] : 1, &st))
+            return c10_error("Storage size calculation overflowed with sizes=%s", c10_shape_str(sizes, ndim));
     }
     StorageImpl *s = c10_storage_new((size_t)n * c10_elsize[dtype], device);
     if (!s) return NULL;

@@ -23,6 +23,12 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+/* OpenMP pragmas that vanish in builds without OpenMP */
+#ifdef _OPENMP
+#define OMP(...) _Pragma(#__VA_ARGS__)
+#else
+#define OMP(...)
+#endif
 
 /* from linalg.c */
 CT_INTERNAL int la_prefix_error(const char *op);
@@ -271,13 +277,14 @@ static bool batch_parallel(const ConvGeo *g) { return g->N > 1 && nthreads() > 1
 static int conv_fwd_kernel(ct_dtype cd, const char *x, const char *w, const char *bias, char *y, const ConvGeo *g) {
     int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
     bool pw = is_pointwise(g), par = batch_parallel(g);
+    (void)par;
     int fail = 0;
-#pragma omp parallel if (par) reduction(| : fail)
+OMP(omp parallel if (par) reduction(| : fail))
     {
         char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
         if (!pw && !col) fail = 1;
         else {
-#pragma omp for schedule(static)
+OMP(omp for schedule(static))
             for (int64_t n = 0; n < g->N; n++) {
                 for (int64_t gr = 0; gr < g->groups; gr++) {
                     const char *xin = x + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
@@ -307,14 +314,15 @@ static int conv_fwd_kernel(ct_dtype cd, const char *x, const char *w, const char
 static int conv_bwd_input_kernel(ct_dtype cd, const char *gy, const char *w, char *gx, const ConvGeo *g) {
     int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
     bool pw = is_pointwise(g), par = batch_parallel(g);
+    (void)par;
     int fail = 0;
     memset(gx, 0, (size_t)(g->N * g->C * g->H * g->W * es));
-#pragma omp parallel if (par) reduction(| : fail)
+OMP(omp parallel if (par) reduction(| : fail))
     {
         char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
         if (!pw && !col) fail = 1;
         else {
-#pragma omp for schedule(static)
+OMP(omp for schedule(static))
             for (int64_t n = 0; n < g->N; n++) {
                 for (int64_t gr = 0; gr < g->groups; gr++) {
                     char *xo = gx + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
@@ -340,13 +348,13 @@ static int conv_bwd_weight_kernel(ct_dtype cd, const char *x, const char *gy, ch
     char *part = calloc((size_t)nt, (size_t)(wn > 0 ? wn : 1) * (size_t)es);
     if (!part) return c10_error_int("out of memory");
     int fail = 0;
-#pragma omp parallel num_threads(nt) if (par) reduction(| : fail)
+OMP(omp parallel num_threads(nt) if (par) reduction(| : fail))
     {
         char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
         char *acc = part + (int64_t)thread_id() * wn * es;
         if (!pw && !col) fail = 1;
         else {
-#pragma omp for schedule(static)
+OMP(omp for schedule(static))
             for (int64_t n = 0; n < g->N; n++) {
                 for (int64_t gr = 0; gr < g->groups; gr++) {
                     const char *xin = x + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
@@ -558,7 +566,7 @@ static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
 #define MAXPOOL(SUF, T)                                                                                   \
     static void maxpool_##SUF(const T *x, T *y, int64_t *idx, const PoolGeo *p) {                         \
         int64_t planes = p->N * p->C;                                                                      \
-        _Pragma("omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768)")                  \
+        OMP(omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768))                  \
         for (int64_t pl = 0; pl < planes; pl++) {                                                          \
             const T *in = x + pl * p->H * p->W;                                                            \
             T *o = y + pl * p->Ho * p->Wo;                                                                 \
@@ -677,7 +685,7 @@ int fwd_max_pool2d_backward(int op, const OpArgs *a, TensorImpl **out) {
     {                                                                                                    \
         const T *gv = (const T *)c10_data(gc);                                                           \
         T *ov = (T *)c10_data(oc);                                                                       \
-        _Pragma("omp parallel for schedule(static) reduction(| : bad) if (g->numel > 32768)")           \
+        OMP(omp parallel for schedule(static) reduction(| : bad) if (g->numel > 32768))           \
         for (int64_t pl = 0; pl < planes; pl++)                                                          \
             for (int64_t k = 0; k < hw; k++) {                                                           \
                 int64_t j = ix[pl * hw + k];                                                             \
@@ -777,7 +785,7 @@ static int avg_geo(const char *name, const TensorImpl *x, const int64_t *i, Pool
 #define AVGPOOL(SUF, T, ACC)                                                                              \
     static void avgpool_##SUF(const T *x, T *y, const PoolGeo *p, int64_t div, bool cip) {                \
         int64_t planes = p->N * p->C;                                                                      \
-        _Pragma("omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768)")                  \
+        OMP(omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768))                  \
         for (int64_t pl = 0; pl < planes; pl++) {                                                          \
             const T *in = x + pl * p->H * p->W;                                                            \
             T *o = y + pl * p->Ho * p->Wo;                                                                 \
@@ -797,7 +805,7 @@ static int avg_geo(const char *name, const TensorImpl *x, const int64_t *i, Pool
     }                                                                                                      \
     static void avgpool_bwd_##SUF(const T *gy, T *gx, const PoolGeo *p, int64_t div, bool cip) {           \
         int64_t planes = p->N * p->C;                                                                      \
-        _Pragma("omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768)")                  \
+        OMP(omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768))                  \
         for (int64_t pl = 0; pl < planes; pl++) {                                                          \
             T *gi = gx + pl * p->H * p->W;                                                                 \
             const T *go = gy + pl * p->Ho * p->Wo;                                                         \
@@ -888,7 +896,7 @@ static inline int64_t a_end(int64_t o, int64_t O, int64_t I) { return ((o + 1) *
 #define ADAPTIVE(SUF, T)                                                                                  \
     static void adaptive_##SUF(const T *x, T *y, int64_t planes, int64_t H, int64_t W, int64_t Ho, int64_t Wo, \
                                bool backward) {                                                          \
-        _Pragma("omp parallel for schedule(static) if (planes * H * W > 32768)")                         \
+        OMP(omp parallel for schedule(static) if (planes * H * W > 32768))                         \
         for (int64_t pl = 0; pl < planes; pl++) {                                                         \
             for (int64_t oh = 0; oh < Ho; oh++) {                                                         \
                 int64_t h0 = a_start(oh, Ho, H), h1 = a_end(oh, Ho, H);                                   \

@@ -21,6 +21,12 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+/* OpenMP pragmas that vanish in builds without OpenMP */
+#ifdef _OPENMP
+#define OMP(...) _Pragma(#__VA_ARGS__)
+#else
+#define OMP(...)
+#endif
 #ifdef CT_HAVE_BLAS
 #include <cblas.h>
 #endif
@@ -59,7 +65,7 @@ ct_dtype la_compute_dtype(ct_dtype d) { return c10_is_float(d) ? c10_opmath(d) :
 #define GEMM_LOOP(NAME, T, U)                                                                       \
     static void NAME(int64_t M, int64_t N, int64_t K, U alpha, const T *A, int64_t ars, int64_t acs,   \
                      const T *B, U beta, T *C, int64_t ldc) {                                       \
-        _Pragma("omp parallel for schedule(static) if ((double)M * N * K > 65536.0)")              \
+        OMP(omp parallel for schedule(static) if ((double)M * N * K > 65536.0))              \
         for (int64_t i = 0; i < M; i++) {                                                           \
             U *restrict c = (U *)(C + i * ldc);                                                     \
             if (beta == 0)                                                                          \
@@ -191,8 +197,9 @@ static int run_batched(TensorImpl *A, TensorImpl *B, TensorImpl *C, double alpha
         return la_gemm(cd, M, N, K, alpha, pa, ars, acs, pb, brs, bcs, beta, pc, N);
     double flops = (double)M * N * K;
     bool par = flops < 1.5e6 && nb > 1 && flops * nb > PAR_FLOPS;
+    (void)par;
     int fail = 0;
-#pragma omp parallel for schedule(static) if (par) reduction(| : fail)
+OMP(omp parallel for schedule(static) if (par) reduction(| : fail))
     for (int64_t b = 0; b < nb; b++) {
         int64_t rest = b, oa = 0, ob = 0;
         for (int d = nbd - 1; d >= 0; d--) {

@@ -324,7 +324,7 @@ def ct_dtype_of_torch(tdt):
 
 # ----------------------------------------------------------------- conversions
 def _from_buffer(arr, ct_dt):
-    arr = np.ascontiguousarray(arr)
+    arr = np.require(arr, requirements="C")
     return check(lib.ct_from_data(arr.ctypes.data_as(c_void_p), i64(arr.shape), arr.ndim, ct_dt))
 
 
@@ -333,7 +333,7 @@ def from_numpy(arr, ct_dtype=None):
     no bfloat16: ct_dtype=CT_BFLOAT16 rounds arr to it through torch."""
     arr = np.asarray(arr)
     if ct_dtype == CT_BFLOAT16:
-        return from_torch(torch.from_numpy(np.ascontiguousarray(arr)).to(torch.bfloat16))
+        return from_torch(torch.from_numpy(np.require(arr, requirements="C")).to(torch.bfloat16))
     if ct_dtype is not None and ct_dtype != ct_dtype_of_numpy(arr.dtype):
         arr = arr.astype(_NP_OF_CT[ct_dtype])
     if arr.dtype.byteorder == ">":

@@ -483,3 +483,50 @@ def test_saved_model_loads_in_torch_and_back(mods, tmp_path):
     assert lib.ct_module_load(m2, path.encode(), True) == 0, ct.last_error()
     lib.ct_module_eval(m2)
     ct.assert_close(ct.check(lib.ct_module_forward(m2, ct.from_torch(x))), want, rtol=1e-5, atol=1e-6)
+
+
+def test_digits_cnn_trains_step_for_step_like_torch(mods):
+    """The main job's CNN: same seed -> same init; 4 Adam steps on the same batches
+    give the same losses and parameters as torch."""
+    ct.declare("ct_optim_adam", c_void_p, [POINTER(c_void_p), c_int, c_double, c_double, c_double, c_double,
+                                           c_double, c_bool])
+    ct.declare("ct_optimizer_step", c_int, [c_void_p])
+    ct.declare("ct_optimizer_zero_grad", c_int, [c_void_p, c_bool])
+    ct.declare("ct_optimizer_free", None, [c_void_p])
+    ct.declare("ct_item", c_double, [CT])
+    lib.ct_manual_seed(0)
+    m = keep(mods, seq(lib.ct_nn_conv2d(1, 16, 3, 1, 1, 1, 1, True), lib.ct_nn_relu(),
+                       lib.ct_nn_conv2d(16, 32, 3, 1, 1, 1, 1, True), lib.ct_nn_relu(),
+                       lib.ct_nn_max_pool2d(2, 2, 0), lib.ct_nn_flatten(1, -1), lib.ct_nn_linear(512, 10, True)))
+    loss_fn = keep(mods, lib.ct_nn_cross_entropy_loss(MEAN))
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(),
+                             torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                             torch.nn.Flatten(), torch.nn.Linear(512, 10))
+    params = named_params(m)
+    for name, h in params:
+        ct.assert_close(h, dict(tm.named_parameters())[name], what=name + ": ")
+    hs = (c_void_p * len(params))(*[h for _, h in params])
+    opt = lib.ct_optim_adam(hs, len(params), 2e-3, 0.9, 0.999, 1e-8, 0, False)
+    assert opt, ct.last_error()
+    topt = torch.optim.Adam(tm.parameters(), lr=2e-3)
+    try:
+        g = torch.Generator().manual_seed(4)
+        for step in range(4):
+            x = torch.rand(32, 1, 8, 8, generator=g)
+            y = torch.randint(0, 10, (32,), generator=g)
+            tl = torch.nn.functional.cross_entropy(tm(x), y)
+            topt.zero_grad()
+            tl.backward()
+            topt.step()
+            loss = ct.check(lib.ct_module_forward2(loss_fn, lib.ct_module_forward(m, ct.from_torch(x)),
+                                                   ct.from_torch(y)))
+            assert lib.ct_optimizer_zero_grad(opt, True) == 0
+            assert lib.ct_backward(loss, None) == 0, ct.last_error()
+            assert lib.ct_optimizer_step(opt) == 0, ct.last_error()
+            assert lib.ct_item(loss) == pytest.approx(float(tl), rel=1e-5)
+            for name, h in params:
+                ct.assert_close(h, dict(tm.named_parameters())[name], rtol=1e-4, atol=1e-5,
+                                what=f"step {step} {name}: ")
+    finally:
+        lib.ct_optimizer_free(opt)
