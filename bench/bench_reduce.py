@@ -35,6 +35,8 @@ def interleaved(work, ctwork):
     run by run, so that both see the same machine load."""
     res = {}
     for name in work:
+        if name.startswith("_"):
+            continue
         tt, ct_ = [], []
         for r in range(-WARM, RUNS):
             t0 = time.perf_counter()
@@ -81,12 +83,40 @@ def ctypes_work(v, m, s):
             lib.ct_free(f())
         return g
     return {
+        "_threads": lib.ct_set_num_threads,
         "sum": run(lambda: lib.ct_sum(hv)),
         "sum_dim1": run(lambda: lib.ct_sum_dims(hm, d1, 1, False)),
         "sum_dim0": run(lambda: lib.ct_sum_dims(hm, d0, 1, False)),
         "softmax": run(lambda: lib.ct_softmax(hs, -1)),
         "log_softmax": run(lambda: lib.ct_log_softmax(hs, -1)),
     }
+
+
+def cpu_time_one_thread(work, ctwork, nbytes_of, lib_threads):
+    """1 thread each, per-thread CPU time (time.thread_time): what the kernels
+    cost when the machine is shared (wall clock then measures the scheduler)."""
+    torch.set_num_threads(1)
+    lib_threads(1)
+    print("1 thread, CPU time of the calling thread (robust to a loaded machine):")
+    print(f"{'workload':<12} {'torch GB/s':>10} {'ctorch GB/s':>11} {'ratio':>6}")
+    for name in work:
+        a, b = [], []
+        for r in range(-WARM, RUNS):
+            t0 = time.thread_time()
+            work[name]()
+            t1 = time.thread_time()
+            ctwork[name]()
+            t2 = time.thread_time()
+            if r >= 0:
+                a.append(t1 - t0)
+                b.append(t2 - t1)
+        a.sort()
+        b.sort()
+        ta, tb = (a[RUNS // 2 - 1] + a[RUNS // 2]) / 2, (b[RUNS // 2 - 1] + b[RUNS // 2]) / 2
+        nb = nbytes_of[name]
+        print(f"{name:<12} {nb / ta / 1e9:10.2f} {nb / tb / 1e9:11.2f} {tb / ta:6.2f}")
+    torch.set_num_threads(2)
+    lib_threads(2)
 
 
 def main():
@@ -119,11 +149,14 @@ def main():
         nbytes_of[name] = nbytes
         tt = ttimes[name]
         print(f"{name:<12} {nbytes / tt / 1e9:10.2f} {nbytes / med / 1e9:11.2f} {med / tt:6.2f}")
+    work = dict(work)
     print("interleaved runs (torch, ctorch via ctypes, alternately; same load):")
     print(f"{'workload':<12} {'torch GB/s':>10} {'ctorch GB/s':>11} {'ratio':>6}")
-    for name, (tt, ctt) in interleaved(work, ctypes_work(v, m, s)).items():
+    ctw = ctypes_work(v, m, s)
+    for name, (tt, ctt) in interleaved(work, ctw).items():
         nb = nbytes_of[name]
         print(f"{name:<12} {nb / tt / 1e9:10.2f} {nb / ctt / 1e9:11.2f} {ctt / tt:6.2f}")
+    cpu_time_one_thread(work, ctw, nbytes_of, ctw["_threads"])
 
 
 if __name__ == "__main__":

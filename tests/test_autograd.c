@@ -74,6 +74,9 @@ TEST(create_graph_gives_higher_derivatives) {
     CHECK_EQ_INT(ct_autograd_grad((const ct_tensor *[]){g2}, NULL, 1, (const ct_tensor *[]){x}, 1, &g3, false, false, false), 0);
     CHECK_NEAR(ct_item(g3), 6, 1e-12);
     CHECK(ct_grad(x) == NULL); /* autograd.grad does not touch .grad */
+    ct_tensor *plain = ct_ones(CT_SHAPE(2), CT_FLOAT64), *r2[2] = {NULL, NULL};
+    CHECK_ERR_INT(ct_autograd_grad((const ct_tensor *[]){plain}, NULL, 1, (const ct_tensor *[]){x, g1}, 2, r2, false, false, false),
+                  "element 0 of tensors does not require grad");
     /* exp's backward uses its saved result: second derivative through it */
     ct_tensor *z = ct_exp(ct_mul(x, x)), *dz, *d2z;
     ct_autograd_grad((const ct_tensor *[]){z}, NULL, 1, (const ct_tensor *[]){x}, 1, &dz, false, true, false);

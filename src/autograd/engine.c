@@ -358,6 +358,7 @@ int ag_run_backward(TensorImpl **roots, TensorImpl **grads, int nroots, const Ba
     TensorImpl *g0[64] = {0};
     if (o->ninputs > 64) return c10_error_int("grad: at most 64 inputs are supported");
     GraphTask g = {.id = atomic_fetch_add(&task_counter, 1), .o = o, .captures = captures};
+    for (int i = 0; i < o->ninputs; i++) o->results[i] = NULL;
     bool prev_mode = ag_set_grad_enabled(o->create_graph);
     int rc = 0;
     for (int i = 0; i < nroots && rc == 0; i++) {
@@ -369,7 +370,6 @@ int ag_run_backward(TensorImpl **roots, TensorImpl **grads, int nroots, const Ba
             edges[i] = ag_gradient_edge(roots[i]);
     }
     for (int i = 0; i < o->ninputs && rc == 0; i++) {
-        o->results[i] = NULL;
         if (!ag_requires_grad(o->inputs[i]))
             rc = c10_error_int("One of the differentiated Tensors does not require grad");
         else

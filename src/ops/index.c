@@ -822,8 +822,11 @@ static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const
         for (int64_t k = 0; k < ai->NB; k++) {
             int64_t v = ip[k];
             if (v < -size || v >= size) {
-                c10_error("%s: index %lld is out of bounds for dimension %d with size %lld", op, (long long)v, which,
-                          (long long)size);
+                if (size == 0)
+                    c10_error("%s: index is out of bounds for dimension with size 0", op);
+                else
+                    c10_error("%s: index %lld is out of bounds for dimension %d with size %lld", op, (long long)v,
+                              which, (long long)size);
                 c10_release(c);
                 goto done;
             }

@@ -105,6 +105,8 @@ typedef ew_kernel KernelTable[CT_NUM_DTYPES];
 CT_INTERNAL bool at_same_device(const char *op, const TensorImpl *a, const TensorImpl *b);
 /* Copies src into dst with broadcasting and dtype conversion (the copy_ op). */
 CT_INTERNAL int at_copy_(TensorImpl *dst, const TensorImpl *src);
+/* A copy in another dtype that keeps t's layout (like .to(): preserve_format);
+ * at_contiguous gives a contiguous one. */
 CT_INTERNAL TensorImpl *at_to_dtype(const TensorImpl *t, ct_dtype dtype);
 /* A new tensor shaped like t in t's memory layout (torch.preserve_format):
  * t's own strides when t is dense and non-overlapping, else contiguous in the

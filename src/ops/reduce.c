@@ -145,6 +145,23 @@ static void *gather(const char *src, int64_t stride, ct_dtype sd, int ct, int64_
             for (int64_t i = 0; i < n; i++) ((uint32_t *)gbuf)[i] = *(const uint32_t *)(src + i * stride);
         else
             for (int64_t i = 0; i < n; i++) ((uint64_t *)gbuf)[i] = *(const uint64_t *)(src + i * stride);
+    } else if (sd == CT_FLOAT16 && cd == CT_FLOAT32) {
+        for (int64_t i = 0; i < n; i++) ((float *)gbuf)[i] = c10_h2f(*(const uint16_t *)(src + i * stride));
+    } else if (sd == CT_BFLOAT16 && cd == CT_FLOAT32) {
+        for (int64_t i = 0; i < n; i++) ((float *)gbuf)[i] = c10_bf2f(*(const uint16_t *)(src + i * stride));
+    } else if (cd == CT_INT64 && sd != CT_BOOL) {
+        int64_t *o = (int64_t *)gbuf;
+        switch (sd) {
+#define STRIDED_INT(T)                                                                   \
+    for (int64_t i = 0; i < n; i++) o[i] = *(const T *)(src + i * stride);               \
+    break;
+        case CT_UINT8: STRIDED_INT(uint8_t)
+        case CT_INT8: STRIDED_INT(int8_t)
+        case CT_INT16: STRIDED_INT(int16_t)
+        case CT_INT32: STRIDED_INT(int32_t)
+        default: STRIDED_INT(int64_t)
+#undef STRIDED_INT
+        }
     } else {
         for (int64_t i = 0; i < n; i++) c10_convert(gbuf + i * ed, cd, src + i * stride, sd, 1);
     }
@@ -512,14 +529,14 @@ int fwd_max_dim(int op, const OpArgs *a, TensorImpl **out) {
  * of max_dim's outputs) along dim: the differentiable half of ct_max_dim.
  * i: dim, keepdim */
 int fwd_take_dim(int op, const OpArgs *a, TensorImpl **out) {
-    (void)op;
     const TensorImpl *t = a->t[0], *ix = a->t[1];
-    int d = wrap_dim("max", a->i[0], t->ndim);
+    const char *name = op == OP_max_dim_values ? "max" : "min";
+    int d = wrap_dim(name, a->i[0], t->ndim);
     if (d < 0) return -1;
-    if (ix->dtype != CT_INT64) return c10_error_int("max: indices must be int64");
+    if (ix->dtype != CT_INT64) return c10_error_int("%s: indices must be int64", name);
     bool keepdim = a->i[1] != 0;
     int expect = t->ndim == 0 ? 0 : keepdim ? t->ndim : t->ndim - 1;
-    if (ix->ndim != expect) return c10_error_int("max: indices have the wrong shape");
+    if (ix->ndim != expect) return c10_error_int("%s: indices have the wrong shape", name);
     TensorImpl *o = c10_empty(ix->sizes, ix->ndim, t->dtype, t->device);
     if (!o || o->device == CT_META || o->numel == 0) ONE(o);
     TensorImpl *ic = at_contiguous(ix);
@@ -544,7 +561,7 @@ int fwd_take_dim(int op, const OpArgs *a, TensorImpl **out) {
             if (v < 0 || v >= t->sizes[d]) {
                 c10_release(ic);
                 c10_release(o);
-                return c10_error_int("max: index %lld is out of bounds for dimension %d with size %lld",
+                return c10_error_int("%s: index %lld is out of bounds for dimension %d with size %lld", name,
                                      (long long)v, d, (long long)t->sizes[d]);
             }
             off += v * t->strides[d];

@@ -1051,3 +1051,28 @@ def test_second_order(name, cfn, tfn):
         assert res2[0] is None or torch.count_nonzero(ct.to_torch(res2[0])) == 0
     else:
         close(res2[0], g2, "second: ")
+
+
+def test_empty_and_scalar_inputs():
+    e = torch.zeros(0, 3, dtype=torch.float64)
+    s = torch.tensor(1.5, dtype=torch.float64)
+    close(lib.ct_cat(arr([h(e), h(e)]), 2, 0), torch.cat([e, e]))
+    close(lib.ct_stack(arr([h(s), h(s)]), 2, 0), torch.stack([s, s]))
+    close(lib.ct_index_select(h(e), 1, h(torch.tensor([2, 0]))), torch.index_select(e, 1, torch.tensor([2, 0])))
+    close(lib.ct_masked_fill(h(e), h(torch.zeros(0, 3, dtype=torch.bool)), 1.0), e.masked_fill(torch.zeros(0, 3, dtype=torch.bool), 1.0))
+    close(lib.ct_masked_fill(h(s), h(torch.tensor(True)), 7.0), s.masked_fill(torch.tensor(True), 7.0))
+    close(lib.ct_flip(h(e), ct.i32((0, 1)), 2), torch.flip(e, (0, 1)))
+    close(lib.ct_roll(h(e), ct.i64((1,)), 1, ct.i32((1,)), 1), torch.roll(e, 1, 1))
+    close(lib.ct_repeat(h(e), ct.i64((2, 3)), 2), e.repeat(2, 3))
+    close(lib.ct_repeat(h(s), ct.i64((2,)), 1), s.repeat(2))
+    close(lib.ct_pad(h(e), ct.i64((1, 1, 1, 0)), 4, 2.0), F.pad(e, (1, 1, 1, 0), value=2.0))
+    close(lib.ct_tril(h(torch.zeros(2, 0, 3).double()), 0), torch.tril(torch.zeros(2, 0, 3).double()))
+    close(lib.ct_where(h(torch.tensor(False)), h(s), h(e)), torch.where(torch.tensor(False), s, e))
+    close(lib.ct_clamp(h(s), 0, 1), torch.clamp(s, 0, 1))
+    close(lib.ct_take(h(s), h(torch.tensor([0, -1]))), torch.take(s, torch.tensor([0, -1])))
+    close(lib.ct_index(h(e), arr([h(torch.tensor([], dtype=torch.long))]), 1), e[torch.tensor([], dtype=torch.long)])
+    close(lib.ct_lerp(h(s), h(torch.tensor(float("nan")).double()), h(s)), torch.lerp(s, torch.tensor(float("nan")).double(), s))
+    close(lib.ct_where(h(torch.tensor([True, False])), h(torch.tensor([float("nan"), 1.0])), h(torch.tensor([2.0, float("inf")]))),
+          torch.where(torch.tensor([True, False]), torch.tensor([float("nan"), 1.0]), torch.tensor([2.0, float("inf")])))
+    expect_error(lib.ct_index(h(e), arr([h(torch.tensor([0]))]), 1), lambda: e[torch.tensor([0])])
+    expect_error(lib.ct_take(h(e), h(torch.tensor([0]))), lambda: torch.take(e, torch.tensor([0])))
