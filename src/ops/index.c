@@ -1090,6 +1090,7 @@ int fwd_take(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *idx = as_long(index), *sc = idx ? at_contiguous(self) : NULL;
     int r = sc ? 0 : -1;
     int64_t numel = self->numel, n = o->numel;
+    if (r == 0 && numel == 0) r = c10_error_int("take: take(): tried to take from an empty tensor");
     const int64_t *ip = idx ? ldata(idx) : NULL;
     for (int64_t k = 0; r == 0 && k < n; k++)
         if (ip[k] < -numel || ip[k] >= numel)
@@ -1371,14 +1372,18 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
         }                                                                        \
         return a.i < b.i;                                                        \
     }                                                                            \
-    static void msort_##ST(P_##ST *a, P_##ST *t, int64_t n, bool desc) {         \
+    /* the same order for keys known not to be NaN */                             \
+    static inline bool ltf_##ST(P_##ST a, P_##ST b, bool desc) {                 \
+        return desc ? (a.k > b.k || (a.k == b.k && a.i < b.i)) : (a.k < b.k || (a.k == b.k && a.i < b.i)); \
+    }                                                                            \
+    static void msort_##ST(P_##ST *a, P_##ST *t, int64_t n, bool desc, bool fast) { \
         const int64_t RUN = 32;                                                  \
         for (int64_t s = 0; s < n; s += RUN) {                                   \
             int64_t e = s + RUN < n ? s + RUN : n;                               \
             for (int64_t i = s + 1; i < e; i++) {                                \
                 P_##ST v = a[i];                                                 \
                 int64_t j = i;                                                   \
-                while (j > s && lt_##ST(v, a[j - 1], desc)) {                    \
+                while (j > s && (fast ? ltf_##ST(v, a[j - 1], desc) : lt_##ST(v, a[j - 1], desc))) {                    \
                     a[j] = a[j - 1];                                             \
                     j--;                                                         \
                 }                                                                \
@@ -1390,7 +1395,7 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
             for (int64_t lo = 0; lo < n; lo += 2 * w) {                          \
                 int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n; \
                 int64_t i = lo, j = mid, k = lo;                                 \
-                while (i < mid && j < hi) dst[k++] = lt_##ST(src[j], src[i], desc) ? src[j++] : src[i++]; \
+                while (i < mid && j < hi) dst[k++] = (fast ? ltf_##ST(src[j], src[i], desc) : lt_##ST(src[j], src[i], desc)) ? src[j++] : src[i++]; \
                 while (i < mid) dst[k++] = src[i++];                             \
                 while (j < hi) dst[k++] = src[j++];                              \
             }                                                                    \
@@ -1441,12 +1446,23 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
             a[i].k = (CT)LD(src[i * stride]);                                    \
             a[i].i = i;                                                          \
         }                                                                        \
-        int64_t m = n;                                                           \
         if (k > 0 && k <= n / 8) {                                               \
             select_##ST(a, n, k - 1, desc);                                      \
-            m = k;                                                               \
+            msort_##ST(a, (P_##ST *)tmp, k, desc, false);                        \
+        } else { /* NaNs to their end (stably), then a NaN-free sort */          \
+            int64_t nans = 0;                                                    \
+            for (int64_t i = 0; i < n; i++) nans += a[i].k != a[i].k;            \
+            if (nans) {                                                          \
+                P_##ST *t = (P_##ST *)tmp;                                       \
+                int64_t p = desc ? nans : 0, q = desc ? 0 : n - nans;            \
+                for (int64_t i = 0; i < n; i++) {                                \
+                    if (a[i].k != a[i].k) t[q++] = a[i];                         \
+                    else t[p++] = a[i];                                          \
+                }                                                                \
+                memcpy(a, t, sizeof(P_##ST) * (size_t)n);                        \
+            }                                                                    \
+            msort_##ST(a + (desc ? nans : 0), (P_##ST *)tmp, n - nans, desc, true); \
         }                                                                        \
-        msort_##ST(a, (P_##ST *)tmp, m, desc);                                   \
         for (int64_t j = 0; j < k; j++) idx[j] = a[j].i;                         \
     }
 #if defined(__clang__)

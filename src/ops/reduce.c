@@ -28,6 +28,9 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 #define GRAIN 32768   /* below this many input elements, one thread */
 #define GCHUNK 1024   /* elements per gathered step */
@@ -134,12 +137,35 @@ static int64_t kept_offset(const RPlan *pl, int64_t o) {
 
 static _Thread_local _Alignas(64) char gbuf[GCHUNK * 8];
 
+/* n contiguous elements of sd into cd (the compute dtype): the 16-bit floats
+ * through F16C / a shift, vectorised; the rest through c10_convert. */
+static void convert_run(void *dst, ct_dtype cd, const char *src, ct_dtype sd, int64_t n) {
+    if (sd == CT_BFLOAT16 && cd == CT_FLOAT32) {
+        const uint16_t *restrict s = (const uint16_t *)src;
+        uint32_t *restrict d = dst;
+        for (int64_t i = 0; i < n; i++) d[i] = (uint32_t)s[i] << 16;
+        return;
+    }
+#ifdef __F16C__
+    if (sd == CT_FLOAT16 && cd == CT_FLOAT32) {
+        const uint16_t *s = (const uint16_t *)src;
+        float *d = dst;
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+        for (; i < n; i++) d[i] = c10_h2f(s[i]);
+        return;
+    }
+#endif
+    c10_convert(dst, cd, src, sd, n);
+}
+
 /* n elements at src (byte stride) converted to the compute dtype into gbuf */
 static void *gather(const char *src, int64_t stride, ct_dtype sd, int ct, int64_t n) {
     ct_dtype cd = ct_dtype_of_compute[ct];
     int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[cd];
     if (stride == es) {
-        c10_convert(gbuf, cd, src, sd, n);
+        convert_run(gbuf, cd, src, sd, n);
     } else if (sd == cd) {
         if (ed == 4)
             for (int64_t i = 0; i < n; i++) ((uint32_t *)gbuf)[i] = *(const uint32_t *)(src + i * stride);
@@ -261,17 +287,17 @@ static int nthreads_for(int64_t work) {
 #endif
 }
 
-/* Vectorised across the contiguous innermost kept dim: float sums only. */
+/* Vectorised across the contiguous innermost kept dim: sums. */
 static bool outer_ok(const RPlan *pl, int rk) {
-    if ((rk != RK_SUM && rk != RK_SQDEV) || pl->ct == CT_I64) return false;
-    if (rk == RK_SQDEV) return false;
+    if (rk != RK_SUM) return false;
     int64_t es = (int64_t)c10_elsize[pl->dt];
-    if (pl->dt != ct_dtype_of_compute[pl->ct] || pl->kst[pl->nk - 1] != es) return false;
+    if (pl->kst[pl->nk - 1] != es) return false;
     if (pl->ks[pl->nk - 1] < 8 || pl->nred < 2) return false;
     return pl->rst[pl->nr - 1] != es; /* an inner-contiguous reduction is better per output */
 }
 
-#define OBLOCK 4096
+#define OBLOCK 4096 /* columns per unit (direct float / double) */
+#define CBLOCK 1024 /* columns per unit (converted dtypes) */
 
 /* A: the accumulator of a group of 64 rows (float for float, as PyTorch),
  * flushed into double accumulators. */
@@ -328,15 +354,61 @@ static bool outer_ok(const RPlan *pl, int rk) {
 OUTER_SUM(float, float)
 OUTER_SUM(double, double)
 
+/* The same for inputs of another dtype than the compute one (float16,
+ * bfloat16, integers, bool): each row segment is converted (contiguously)
+ * into a buffer, then added into double or int64 accumulators. */
+static void outer_sum_conv(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) {
+    int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;
+    int64_t bl = m - j0 < B ? m - j0 : B, es = (int64_t)c10_elsize[pl->dt];
+    int64_t off = 0, rest = ko;
+    for (int d = pl->nk - 2; d >= 0; d--) {
+        off += (rest % pl->ks[d]) * pl->kst[d];
+        rest /= pl->ks[d];
+    }
+    const char *base = pl->in + off + j0 * es;
+    bool ints = pl->ct == CT_I64;
+    double acc[CBLOCK];
+    uint64_t iacc[CBLOCK];
+    _Alignas(64) char tmp[CBLOCK * 8];
+    for (int64_t j = 0; j < bl; j++) acc[j] = 0, iacc[j] = 0;
+    int nr = pl->nr;
+    int64_t idx[CT_MAX_DIMS] = {0};
+    for (int64_t r = 0; r < pl->nred; r++) {
+        const char *ptr = base;
+        for (int d = 0; d < nr; d++) ptr += idx[d] * pl->rst[d];
+        convert_run(tmp, ct_dtype_of_compute[pl->ct], ptr, pl->dt, bl);
+        if (ints) {
+            const int64_t *restrict t = (const int64_t *)tmp;
+            for (int64_t j = 0; j < bl; j++) iacc[j] += (uint64_t)t[j];
+        } else if (pl->ct == CT_F32) {
+            const float *restrict t = (const float *)tmp;
+            for (int64_t j = 0; j < bl; j++) acc[j] += (double)t[j];
+        } else {
+            const double *restrict t = (const double *)tmp;
+            for (int64_t j = 0; j < bl; j++) acc[j] += t[j];
+        }
+        for (int d = nr - 1; d >= 0; d--) {
+            if (++idx[d] < pl->rs[d]) break;
+            idx[d] = 0;
+        }
+    }
+    int64_t o0 = ko * m + j0;
+    for (int64_t j = 0; j < bl; j++) {
+        RState s = {.d = acc[j], .v = (int64_t)iacc[j]};
+        finish(c, &s, o0 + j, pl->ct);
+    }
+}
+
 static void run_outer(const RPlan *pl, const RCtx *c) {
     int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m;
     int nt = nthreads_for(pl->nout * pl->nred);
+    bool conv = pl->dt != CT_FLOAT32 && pl->dt != CT_FLOAT64;
     int64_t B = (m + nt - 1) / nt;
-    if (B > OBLOCK) B = OBLOCK;
+    if (B > (conv ? CBLOCK : OBLOCK)) B = conv ? CBLOCK : OBLOCK;
     if (B < 64) B = m < 64 ? m : 64;
     int64_t nb = (m + B - 1) / B, units = outer * nb;
     void (*f)(const RPlan *, const RCtx *, int64_t, int64_t, int64_t) =
-        pl->ct == CT_F32 ? outer_sum_float : outer_sum_double;
+        pl->dt == CT_FLOAT32 ? outer_sum_float : pl->dt == CT_FLOAT64 ? outer_sum_double : outer_sum_conv;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif

@@ -38,7 +38,7 @@ static inline int64_t fault(int kind) {
 }
 
 /* ---- scalar helpers used by the expressions in ops.def ---- */
-#define sign_(x) ((x) > 0 ? (T)1 : (x) < 0 ? (T)-1 : (x)) /* NaN and -0 pass through */
+#define sign_(x) ((x) > 0 ? (T)1 : (x) < 0 ? (T)-1 : (T)0) /* NaN -> 0, as torch */
 #define gelu_(x) ((T)0.5 * (x) * (1 + erf((x) * (T)M_SQRT1_2)))
 #define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * ((x) + (T)0.044715 * (x) * (x) * (x)))))
 #define softplus_(x, beta, th) ((x) * (beta) > (th) ? (x) : log1p(exp((x) * (beta))) / (beta))
@@ -49,7 +49,7 @@ static inline int64_t fault(int kind) {
 #define idiv_floor_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (T)ifloordiv((int64_t)(x), (int64_t)(y)))
 #define iremainder_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (T)iremainder((int64_t)(x), (int64_t)(y)))
 #define ifmod_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (y) == -1 ? (T)0 : (T)((x) % (y)))
-#define ipow_(x, y) ((y) < 0 ? (T)fault(FAULT_NEG_POW) : (T)ipow((int64_t)(x), (int64_t)(y)))
+#define ipow_(x, y) ((T)ipow((int64_t)(x), (int64_t)(y)))
 
 static inline int64_t ifloordiv(int64_t a, int64_t b) {
     if (b == -1) return (int64_t)(0 - (uint64_t)a);
@@ -62,6 +62,7 @@ static inline int64_t iremainder(int64_t a, int64_t b) {
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 static inline int64_t ipow(int64_t base, int64_t e) {
+    if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0; /* torch's powi */
     uint64_t result = 1, b = (uint64_t)base;
     while (e) {
         if (e & 1) result *= b;
@@ -198,12 +199,12 @@ static bool can_cast(ct_dtype from, ct_dtype to) {
 static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype result, ct_dtype compute,
                ct_dtype out_compute, ew_kernel k) {
     const char *name = op_info[op].name;
-    if (!k)
-        return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
     TensorImpl *o = a->dst;
-    if (o && !can_cast(result, o->dtype))
+    if (o && !can_cast(result, o->dtype)) /* before the dtype check, as TensorIterator */
         return c10_error_int("%s: result type %s can't be cast to the desired output type %s", name,
                              c10_dtype_cname(result), c10_dtype_cname(o->dtype));
+    if (!k)
+        return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
     ElementwiseSpec spec = {name, nin, compute, out_compute, result};
     atomic_store_explicit(&int_fault, 0, memory_order_relaxed);
     if (ew_run(&spec, a->t, &o, k, a->s) < 0) return -1;
@@ -214,29 +215,60 @@ static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype resu
     return 1;
 }
 
+/* torch's kernel name in the "not implemented" error of float-only functions
+ * (integer inputs are errors, not promoted to float32), or NULL. */
+static const char *float_only_kernel(int op) {
+    switch (op) {
+    case OP_frac: return "frac_cpu";
+    case OP_gelu:
+    case OP_gelu_tanh: return "GeluKernelImpl";
+    case OP_silu: return "silu_cpu";
+    case OP_softplus: return "softplus_cpu";
+    default: return NULL;
+    }
+}
+
+/* The identity of integer rounding (and of sign on bool): a copy in src's layout. */
+static int copy_through(const OpArgs *a, TensorImpl **out) {
+    TensorImpl *src = a->t[0];
+    if (a->dst) {
+        if (a->dst != src && src->device != CT_META && at_copy_(a->dst, src) < 0) return -1;
+        out[0] = c10_retain(a->dst);
+        return 1;
+    }
+    out[0] = src->device == CT_META ? at_empty_like(src, src->dtype) : at_to_dtype(src, src->dtype);
+    return out[0] ? 1 : -1;
+}
+
 int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
     ct_dtype dt = a->t[0]->dtype, result = dt, compute = c10_opmath(dt), oc;
+    const char *kname = float_only_kernel(op);
+    if (kname && !c10_is_float(dt))
+        return c10_error_int("\"%s\" not implemented for '%s'", kname, c10_dtype_cname(dt));
     switch (kinds[op]) {
     case K_FLOAT:
         if (!c10_is_float(dt)) result = compute = CT_FLOAT32;
         break;
     case K_ALL:
         if (dt == CT_BOOL) {
-            if (op == OP_neg)
+            switch (op) {
+            case OP_neg:
                 return c10_error_int("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                                      "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-            return c10_error_int("\"%s\" not implemented for 'Bool'", op_info[op].name);
+            case OP_sign: return copy_through(a, out); /* torch: sign(bool) is the identity */
+            case OP_relu: return c10_error_int("Boolean inputs not supported for relu");
+            case OP_abs: return c10_error_int("\"abs_cpu\" not implemented for 'Bool'");
+            case OP_square: /* torch: pow(bool, 2) promotes to int64 */
+                result = compute = CT_INT64;
+                break;
+            default: return c10_error_int("\"%s\" not implemented for 'Bool'", op_info[op].name);
+            }
         }
         break;
     case K_ROUND:
-        if (!c10_is_float(dt)) { /* integers are already whole: copy */
-            TensorImpl *src = a->t[0];
-            if (a->dst) return at_copy_(a->dst, src) < 0 ? -1 : (out[0] = c10_retain(a->dst), 1);
-            out[0] = c10_empty_like(src);
-            if (!out[0]) return -1;
-            if (at_copy_(out[0], src) < 0) return -1;
-            return 1;
-        }
+        if (dt == CT_BOOL && op != OP_nan_to_num)
+            return c10_error_int("\"%s_vml_cpu\" not implemented for 'Bool'", op_info[op].name);
+        if (!c10_is_float(dt)) return copy_through(a, out); /* integers are already whole */
         break;
     default: /* K_TEST */
         result = CT_BOOL;
@@ -246,16 +278,42 @@ int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
     return run(op, a, out, 1, result, compute, oc, kernels[op][compute]);
 }
 
+/* The value of a wrapped number (a Python scalar argument). */
+static double wrapped_value(const TensorImpl *t) {
+    double v = 0;
+    c10_convert(&v, CT_FLOAT64, c10_data(t), t->dtype, 1);
+    return v;
+}
+
+static const char *int_only_name(int op) {
+    switch (op) {
+    case OP_div_trunc: return "div_trunc_cpu";
+    case OP_div_floor: return "div_floor_cpu";
+    case OP_remainder: return "remainder_cpu";
+    case OP_fmod: return "fmod_cpu";
+    case OP_pow: return "pow";
+    default: return NULL;
+    }
+}
+
 int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
     PromoteState st = {0};
     promote_add_tensor(&st, a->t[0]);
     promote_add_tensor(&st, a->t[1]);
     ct_dtype common = promote_result(&st), result = common;
+    const char *name = op_info[op].name;
     switch (kinds[op]) {
     case K_ARITH:
         if (op == OP_sub && a->t[0]->dtype == CT_BOOL && a->t[1]->dtype == CT_BOOL)
             return c10_error_int("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
                                  "`^` or `logical_xor()` operator instead.");
+        if ((op == OP_add || op == OP_sub) && !c10_is_float(common) && a->s[0] != trunc(a->s[0]))
+            return c10_error_int("For integral input tensors, argument alpha must not be a floating point number.");
+        if (common == CT_BOOL && int_only_name(op))
+            return c10_error_int("\"%s\" not implemented for 'Bool'", int_only_name(op));
+        if (op == OP_pow && a->t[1]->is_wrapped_number && !c10_is_float(common) &&
+            wrapped_value(a->t[1]) < 0)
+            return c10_error_int("Integers to negative integer powers are not allowed.");
         break;
     case K_DIV:
     case K_FLOAT2:
@@ -266,10 +324,46 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
         result = CT_BOOL;
         break;
     default: /* K_BITS */
-        if (c10_is_float(common))
-            return c10_error_int("\"%s_cpu\" not implemented for '%s'", op_info[op].name, c10_dtype_cname(common));
+        if (c10_is_float(common)) {
+            if (a->dst && !can_cast(common, a->dst->dtype)) break; /* run() reports the cast first, as torch */
+            return c10_error_int("\"%s_cpu\" not implemented for '%s'", name, c10_dtype_cname(common));
+        }
         break;
     }
     ct_dtype compute = c10_opmath(common), oc = result == CT_BOOL ? CT_BOOL : compute;
-    return run(op, a, out, 2, result, compute, oc, kernels[op][compute]);
+    ew_kernel k = kernels[op][compute];
+    OpArgs b = *a;
+    int nin = 2;
+    /* torch's pow(Tensor, Scalar) computes x ** 0.5 and x ** -0.5 as sqrt and
+     * rsqrt (so (-inf) ** 0.5 is NaN and (-0) ** -0.5 is -inf) */
+    if (op == OP_pow && c10_is_float(common) && a->t[1]->is_wrapped_number) {
+        double e = wrapped_value(a->t[1]);
+        if (e == 0.5 || e == -0.5) {
+            k = kernels[e > 0 ? OP_sqrt : OP_rsqrt][compute];
+            nin = 1;
+            b.nt = 1;
+        }
+    }
+    /* Inputs of another dtype are cast to the common dtype before the kernel
+     * widens them to the compute dtype, as TensorIterator does: for float16 and
+     * bfloat16 that rounding shows (a scalar 1e10 is inf in half; uint8 255 is
+     * 256 in bfloat16). */
+    TensorImpl *tmp[2] = {NULL, NULL};
+    if (compute != common) {
+        for (int k2 = 0; k2 < nin; k2++) {
+            TensorImpl *t = a->t[k2];
+            if (t->dtype == common || t->device == CT_META) continue;
+            tmp[k2] = at_to_dtype(t, common);
+            if (!tmp[k2]) {
+                c10_release(tmp[0]);
+                return -1;
+            }
+            tmp[k2]->is_wrapped_number = t->is_wrapped_number;
+            b.t[k2] = tmp[k2];
+        }
+    }
+    int r = run(op, &b, out, nin, result, compute, oc, k);
+    c10_release(tmp[0]);
+    c10_release(tmp[1]);
+    return r;
 }

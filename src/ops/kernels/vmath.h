@@ -85,7 +85,9 @@ static inline float vm_tanhf(float x) {
     p = p * z + 1.33314422036E-1f;
     p = p * z - 3.33332819422E-1f;
     float small = p * z * x + x;
-    float e = vm_expf(2.0f * (ax > 9.0f ? 9.0f : ax));
+    /* clamp where tanh is 1 in float, yet e + 1 stays finite (exp(88) < FLT_MAX);
+     * clamping lower (at 9) left tanh(x > 9) one ulp short of 1 */
+    float e = vm_expf(2.0f * (ax > 44.0f ? 44.0f : ax));
     float big = 1.0f - 2.0f / (e + 1.0f);
     big = x < 0 ? -big : big;
     return ax < 0.625f ? small : big;

@@ -1,0 +1,931 @@
+"""Parity of the elementwise operators (the UNARY and BINARY rows of ops.def)
+with PyTorch: values, result dtypes, broadcasting, layouts, in-place forms,
+scalars, errors, meta shapes and first-order gradients.
+
+Expected values always come from torch at test time. Each test loops over
+dtypes (or dtype pairs) internally and reports every mismatch at once, so that
+the module stays fast and a failure says everything that differs."""
+import math
+from ctypes import c_bool, c_char_p, c_double, c_int, c_void_p
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as TF  # noqa: E402
+
+import ctorch_ffi as ct  # noqa: E402
+
+T = c_void_p
+
+UNARY = ["neg", "abs", "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+         "rsqrt", "reciprocal", "square", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
+         "cosh", "tanh", "sigmoid", "relu", "silu", "erf", "floor", "ceil", "round", "trunc",
+         "frac"]
+TESTS = ["isnan", "isinf", "isfinite", "logical_not"]
+BINARY = ["add", "sub", "mul", "div", "remainder", "fmod", "pow", "atan2", "maximum", "minimum",
+          "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+          "bitwise_and", "bitwise_or", "bitwise_xor"]
+
+for _n in UNARY + TESTS:
+    ct.declare("ct_" + _n, T, [T])
+for _n in UNARY:
+    ct.declare("ct_" + _n + "_", c_int, [T])
+for _n in BINARY:
+    ct.declare("ct_" + _n, T, [T, T])
+    ct.declare("ct_" + _n + "_", c_int, [T, T])
+    ct.declare("ct_" + _n + "_scalar", T, [T, c_double])
+    ct.declare("ct_" + _n + "_scalar_", c_int, [T, c_double])
+for _row in [("ct_add_alpha", T, [T, T, c_double]), ("ct_add_alpha_", c_int, [T, T, c_double]),
+             ("ct_sub_alpha", T, [T, T, c_double]), ("ct_rsub_scalar", T, [T, c_double]),
+             ("ct_div_mode", T, [T, T, c_char_p]), ("ct_div_scalar_mode", T, [T, c_double, c_char_p]),
+             ("ct_floor_divide", T, [T, T]), ("ct_gelu", T, [T, c_char_p]),
+             ("ct_softplus", T, [T, c_double, c_double]),
+             ("ct_nan_to_num", T, [T, c_double, c_double, c_double]),
+             ("ct_set_requires_grad", c_int, [T, c_bool]), ("ct_backward", c_int, [T, T]),
+             ("ct_grad", T, [T]), ("ct_grad_fn_name", c_char_p, [T])]:
+    ct.declare(*_row)
+
+L = ct.lib
+ALL = ct.ALL_DTYPES
+TDT = [ct.torch_dtype(d) for d in ALL]
+NAME = ct.DTYPE_NAMES
+FLOATS = {torch.float16, torch.bfloat16, torch.float32, torch.float64}
+
+TORCH_UNARY = {n: getattr(torch, n) for n in UNARY + TESTS if hasattr(torch, n)}
+TORCH_UNARY["relu"] = torch.relu
+TORCH_UNARY["silu"] = TF.silu
+TORCH_BINARY = {n: getattr(torch, n) for n in BINARY}
+
+
+# ------------------------------------------------------------------ helpers
+def tol(dt):
+    """torch.testing's default tolerances per dtype (exact for integers and bool)."""
+    return {torch.float16: (1e-3, 1e-5), torch.bfloat16: (1.6e-2, 1e-5),
+            torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7)}.get(dt, (0.0, 0.0))
+
+
+def rand(shape, dt, gen, lo=-4.0, hi=4.0, special=True):
+    """Random values of dtype dt; floats include NaN, +-inf, +-0 and values outside
+    (lo, hi); integers span their range's small end."""
+    if dt == torch.bool:
+        return torch.randint(0, 2, shape, generator=gen).bool()
+    if dt == torch.uint8:
+        return torch.randint(0, 12, shape, generator=gen, dtype=torch.uint8)
+    if dt not in FLOATS:
+        return torch.randint(-12, 12, shape, generator=gen).to(dt)
+    x = torch.rand(shape, generator=gen, dtype=torch.float64) * (hi - lo) + lo
+    if special and x.numel() >= 8:
+        flat = x.view(-1)
+        flat[:6] = torch.tensor([math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0], dtype=torch.float64)
+        flat[6] = 0.5
+        flat[7] = -1.0
+    return x.to(dt)
+
+
+def fails(f):
+    try:
+        return None, f()
+    except (RuntimeError, ValueError, ZeroDivisionError, TypeError) as e:
+        return ct.torch_message(e) or str(e), None
+
+
+def torch_unsupported(msg):
+    """torch 1.13 lacks some CPU kernels for Half/BFloat16: ctorch may have them."""
+    return msg is not None and ("not implemented for 'Half'" in msg or "not implemented for 'BFloat16'" in msg
+                                or "not implemented for 'ComplexHalf'" in msg)
+
+
+def compare(h, want, what, problems, layout=False):
+    """Appends to problems what differs between ctorch h and torch want."""
+    if h is None or h == 0:
+        problems.append(f"{what}: ctorch failed: {ct.last_error()} (torch gives {want.dtype})")
+        ct.clear_error()
+        return
+    rt, at = tol(want.dtype)
+    try:
+        ct.assert_close(h, want, rtol=rt, atol=at, what=what + ": ")
+    except AssertionError as e:
+        problems.append(str(e).splitlines()[0] + " " + " ".join(str(e).splitlines()[1:4]))
+        return
+    if layout and want.numel() > 1 and ct.strides(h) != tuple(want.stride()):
+        problems.append(f"{what}: strides ctorch {ct.strides(h)} torch {tuple(want.stride())}")
+
+
+def expect_error(h, msg, what, problems, exact=False):
+    if h is not None and h != 0 and h != -1:
+        problems.append(f"{what}: ctorch succeeded where torch fails: {msg}")
+        return
+    got = ct.last_error()
+    ct.clear_error()
+    if exact and (got is None or msg not in got):
+        problems.append(f"{what}: message ctorch {got!r} torch {msg!r}")
+
+
+def report(problems, limit=40):
+    assert not problems, f"{len(problems)} mismatches:\n" + "\n".join(problems[:limit])
+
+
+def gen(seed=0):
+    g = torch.Generator()
+    g.manual_seed(seed)
+    return g
+
+
+def c(t):
+    return ct.from_torch(t)
+
+
+# ---------------------------------------------------------------- unary ops
+@pytest.mark.parametrize("name", UNARY + TESTS)
+def test_unary_values_all_dtypes(name):
+    """Every dtype: result dtype, values (NaN/inf/-0 included), errors."""
+    problems = []
+    g = gen(1)
+    fn, tf = getattr(L, "ct_" + name), TORCH_UNARY[name]
+    for dt in TDT:
+        x = rand((5, 7), dt, g)
+        err, want = fails(lambda: tf(x))
+        h = fn(c(x))
+        what = f"{name}({dt})"
+        if err is not None:
+            if torch_unsupported(err):
+                continue
+            expect_error(h, err, what, problems)
+            continue
+        compare(h, want, what, problems)
+    report(problems)
+
+
+@pytest.mark.parametrize("name", UNARY + TESTS)
+def test_unary_layouts(name):
+    """Transposed, step-sliced, expanded, 0-dim, empty and large (threaded) inputs,
+    output strides equal to torch's; the in-place form on a non-contiguous view."""
+    problems = []
+    g = gen(2)
+    fn, tf = getattr(L, "ct_" + name), TORCH_UNARY[name]
+    for dt in (torch.float32, torch.float64, torch.int32, torch.bfloat16):
+        base = rand((6, 8), dt, g)
+        cases = {"t": base.t(), "step": base[::2, 1::3], "expand": base[:1].expand(4, 8),
+                 "0dim": base[2, 3], "empty": base[:0], "empty2": base[:, :0].t(),
+                 "3d-permuted": rand((3, 4, 5), dt, g).permute(2, 0, 1),
+                 "large": rand((300, 130), dt, g), "large-t": rand((130, 300), dt, g).t()}
+        for k, x in cases.items():
+            err, want = fails(lambda: tf(x))
+            what = f"{name}({dt}, {k})"
+            h = fn(c(x))
+            if err is not None:
+                if not torch_unsupported(err):
+                    expect_error(h, err, what, problems)
+                continue
+            compare(h, want, what, problems, layout=True)
+            # in place on a copy with the same layout
+            if name in TESTS or k == "expand":
+                continue
+            xc = x.clone()
+            err2, _ = fails(lambda: getattr(xc, name + "_")())
+            hx = c(x)
+            rc = getattr(L, "ct_" + name + "_")(hx)
+            if err2 is not None:
+                if not torch_unsupported(err2):
+                    expect_error(rc, err2, what + " in-place", problems)
+                continue
+            if rc != 0:
+                problems.append(f"{what} in-place: failed: {ct.last_error()}")
+                ct.clear_error()
+                continue
+            compare(hx, xc, what + " in-place", problems)
+    report(problems)
+
+
+def test_unary_domains():
+    """Values in and out of each function's domain, float32 and float64 (1 ulp-ish)."""
+    problems = []
+    g = gen(3)
+    ranges = {"log": (-1, 1e4), "log2": (-1, 1e4), "log10": (-1, 1e4), "log1p": (-2, 10),
+              "sqrt": (-2, 100), "rsqrt": (-2, 100), "asin": (-1.5, 1.5), "acos": (-1.5, 1.5),
+              "exp": (-110, 100), "exp2": (-160, 140), "expm1": (-100, 100), "tanh": (-20, 20),
+              "sinh": (-100, 100), "cosh": (-100, 100), "sigmoid": (-120, 120), "silu": (-120, 120),
+              "erf": (-6, 6), "tan": (-1.5, 1.5), "reciprocal": (-3, 3), "atan": (-1e3, 1e3),
+              "round": (-10, 10), "frac": (-1e3, 1e3)}
+    for name, (lo, hi) in ranges.items():
+        for dt in (torch.float32, torch.float64):
+            x = rand((4096,), dt, g, lo, hi, special=True)
+            # subnormals and huge values
+            x[8:12] = torch.tensor([1e-40, -1e-40, 3e38, -3e38]).to(dt) if dt == torch.float32 else \
+                torch.tensor([1e-310, -1e-310, 1e308, -1e308], dtype=dt)
+            if name == "round":
+                x[12:20] = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.5, 1e8 + 0.5])[:8].to(dt)
+            want = TORCH_UNARY[name](x)
+            compare(getattr(L, "ct_" + name)(c(x)), want, f"{name}({dt})", problems)
+    report(problems)
+
+
+def test_unary_half_precision_domains():
+    problems = []
+    g = gen(4)
+    for name in ["exp", "log", "tanh", "sigmoid", "sqrt", "sin", "erf", "silu", "expm1", "log1p"]:
+        for dt in (torch.float16, torch.bfloat16):
+            x = rand((3000,), dt, g, -8, 8)
+            err, want = fails(lambda: TORCH_UNARY[name](x))
+            if err is not None:
+                continue
+            compare(getattr(L, "ct_" + name)(c(x)), want, f"{name}({dt})", problems)
+    report(problems)
+
+
+def test_unary_errors_messages():
+    problems = []
+    b = torch.tensor([True, False])
+    for name in ["neg"]:
+        err, _ = fails(lambda: TORCH_UNARY[name](b))
+        expect_error(getattr(L, "ct_" + name)(c(b)), err, name + "(bool)", problems, exact=True)
+    # in place: a float result into an integer tensor
+    i = torch.arange(4, dtype=torch.int64)
+    for name in ["sin", "exp", "sqrt", "sigmoid"]:
+        err, _ = fails(lambda: getattr(i.clone(), name + "_")())
+        expect_error(getattr(L, "ct_" + name + "_")(c(i)), err, name + "_(int64)", problems, exact=True)
+    report(problems)
+
+
+# ------------------------------------------------------ hand-written unaries
+def test_gelu():
+    problems = []
+    g = gen(5)
+    for dt in TDT:
+        x = rand((9, 5), dt, g, -6, 6)
+        for approx in ["none", "tanh"]:
+            err, want = fails(lambda: TF.gelu(x, approximate=approx))
+            h = L.ct_gelu(c(x), approx.encode())
+            what = f"gelu({dt}, {approx})"
+            if err is not None:
+                if not torch_unsupported(err):
+                    expect_error(h, err, what, problems)
+                continue
+            compare(h, want, what, problems)
+    x = rand((4, 4), torch.float32, g)
+    compare(L.ct_gelu(c(x), None), TF.gelu(x), "gelu(NULL)", problems)
+    compare(L.ct_gelu(c(x.t()), b"tanh"), TF.gelu(x.t(), approximate="tanh"), "gelu(t)", problems,
+            layout=True)
+    err, _ = fails(lambda: TF.gelu(x, approximate="bad"))
+    expect_error(L.ct_gelu(c(x), b"bad"), err, "gelu(bad)", problems, exact=True)
+    report(problems)
+
+
+def test_softplus():
+    problems = []
+    g = gen(6)
+    for dt in TDT:
+        x = rand((9, 5), dt, g, -30, 30)
+        for beta, th in [(1, 20), (2, 5), (0.5, 1), (-1, 20), (3, -2)]:
+            err, want = fails(lambda: TF.softplus(x, beta, th))
+            h = L.ct_softplus(c(x), beta, th)
+            what = f"softplus({dt}, beta={beta}, threshold={th})"
+            if err is not None:
+                if not torch_unsupported(err):
+                    expect_error(h, err, what, problems)
+                continue
+            compare(h, want, what, problems)
+    report(problems)
+
+
+def test_nan_to_num():
+    problems = []
+    g = gen(7)
+    for dt in TDT:
+        x = rand((6, 7), dt, g, -1e4, 1e4)
+        for args in [(None, None, None), (1.5, None, None), (0.0, 7.0, -9.0), (None, 100.0, None),
+                     (None, None, -3.0)]:
+            err, want = fails(lambda: torch.nan_to_num(x, *args))
+            h = L.ct_nan_to_num(c(x), *[math.nan if a is None else a for a in args])
+            what = f"nan_to_num({dt}, {args})"
+            if err is not None:
+                expect_error(h, err, what, problems)
+                continue
+            compare(h, want, what, problems)
+    x = rand((6, 7), torch.float32, g).t()
+    compare(L.ct_nan_to_num(c(x), math.nan, math.nan, math.nan), torch.nan_to_num(x), "nan_to_num(t)",
+            problems, layout=True)
+    report(problems)
+
+
+# --------------------------------------------------------------- binary ops
+def bin_inputs(name, da, db, g, shape=(4, 5)):
+    a, b = rand(shape, da, g), rand(shape[-1:], db, g)
+    if name == "pow" and db not in FLOATS:  # integer exponents: keep them small and >= 0
+        b = b.abs() if db != torch.bool else b
+        b = torch.remainder(b, 4) if db != torch.bool else b
+    if name in ("div", "remainder", "fmod") and db not in FLOATS:
+        b = torch.where(b == 0, torch.ones_like(b), b)
+    if name == "pow" and da not in FLOATS and da != torch.bool:
+        a = torch.remainder(a, 5).to(da) if da != torch.uint8 else a % 5
+    return a, b
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_dtype_pairs(name):
+    """Every pair of dtypes: result dtype (promotion, comparisons -> bool, int -> float
+    division), values and errors; broadcasting a [5] against a [4, 5]."""
+    problems = []
+    g = gen(8)
+    fn, tf = getattr(L, "ct_" + name), TORCH_BINARY[name]
+    for da in TDT:
+        for db in TDT:
+            a, b = bin_inputs(name, da, db, g)
+            err, want = fails(lambda: tf(a, b))
+            h = fn(c(a), c(b))
+            what = f"{name}({da}, {db})"
+            if err is not None:
+                if not torch_unsupported(err):
+                    expect_error(h, err, what, problems)
+                continue
+            compare(h, want, what, problems)
+    report(problems)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_broadcast_layouts(name):
+    """Broadcasting with 0-dim and size-1 dims, transposed, sliced, expanded,
+    empty and large inputs; output strides equal torch's."""
+    problems = []
+    g = gen(9)
+    fn, tf = getattr(L, "ct_" + name), TORCH_BINARY[name]
+    dts = (torch.float32, torch.int64, torch.bool) if "bitwise" in name or "logical" in name \
+        else (torch.float32, torch.float64, torch.int32, torch.float16)
+    for dt in dts:
+        r = lambda *s: bin_inputs(name, dt, dt, g, s)  # noqa: E731
+        big = rand((6, 8), dt, g)
+        cases = {
+            "0dim-rhs": (r(3, 4)[0], r(3, 4)[1][2].clone()),
+            "0dim-lhs": (r(3, 4)[0][1, 2].clone(), r(3, 4)[1]),
+            "0dim-both": (r(2)[0][0].clone(), r(2)[1][1].clone()),
+            "size1": (r(3, 1, 4)[0][:, :1, :1], r(2, 4)[1].view(2, 4)[None].expand(1, 2, 4)),
+            "outer": (r(5)[0].view(5, 1), r(4)[1].view(1, 4)),
+            "t": (big.t(), rand((8, 6), dt, g)),
+            "t-both": (big.t(), rand((6, 8), dt, g).t()),
+            "t-vs-row": (big.t(), r(6)[1]),
+            "step": (big[::2, 1::3], r(3)[1]),
+            "expand": (r(1, 8)[0].expand(6, 8), big),
+            "empty": (big[:0], r(8)[1]),
+            "empty-bcast": (rand((0, 1), dt, g), r(3)[1]),
+            "3d-permuted": (rand((3, 4, 5), dt, g).permute(2, 0, 1), rand((5, 3, 4), dt, g)),
+            "large": r(257, 131),
+            "large-t": (rand((131, 257), dt, g).t(), r(131)[1]),
+            "large-bcast": (r(256, 1)[0], r(1, 200)[1]),
+        }
+        for k, (a, b) in cases.items():
+            if name in ("div", "remainder", "fmod") and b.dtype not in FLOATS:
+                b = torch.where(b == 0, torch.ones_like(b), b)
+            if name == "pow" and dt not in FLOATS:
+                a, b = torch.remainder(a, 5), torch.remainder(b, 4)
+            err, want = fails(lambda: tf(a, b))
+            h = fn(c(a), c(b))
+            what = f"{name}({dt}, {k})"
+            if err is not None:
+                if not torch_unsupported(err):
+                    expect_error(h, err, what, problems)
+                continue
+            compare(h, want, what, problems, layout=True)
+    report(problems)
+
+
+def test_binary_zero_dim_promotion():
+    """0-dim tensors don't raise the category of dim tensors' dtype unless higher."""
+    problems = []
+    g = gen(10)
+    for name in ["add", "mul", "sub", "maximum", "div", "eq", "remainder", "bitwise_and", "logical_or"]:
+        for da in TDT:
+            for db in TDT:
+                a = rand((3,), da, g)
+                b = rand((), db, g) if db in FLOATS else torch.tensor(3, dtype=db) if db != torch.bool \
+                    else torch.tensor(True)
+                for x, y, k in [(a, b, "dim,0dim"), (b, a, "0dim,dim")]:
+                    err, want = fails(lambda: TORCH_BINARY[name](x, y))
+                    h = getattr(L, "ct_" + name)(c(x), c(y))
+                    what = f"{name}({k}: {x.dtype}, {y.dtype})"
+                    if err is not None:
+                        if not torch_unsupported(err):
+                            expect_error(h, err, what, problems)
+                        continue
+                    compare(h, want, what, problems)
+    report(problems)
+
+
+SCALARS = [2, -3, 0, 1, 2.5, -0.5, 1e10, math.inf, math.nan]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_scalar_forms(name):
+    """ct_X_scalar(t, v): v integral counts as a Python int, else a float. torch with a
+    Python float 2.0 promotes integer tensors to float; ctorch's 2.0 is an int, so
+    integral values are compared with torch given int(v)."""
+    problems = []
+    g = gen(11)
+    fn, fn_ = getattr(L, "ct_" + name + "_scalar"), getattr(L, "ct_" + name + "_scalar_")
+    tf = TORCH_BINARY[name]
+    for dt in TDT:
+        x = rand((3, 4), dt, g)
+        if name == "pow" and dt not in FLOATS and dt != torch.bool:
+            x = torch.remainder(x, 5).to(dt)
+        for v in SCALARS:
+            pv = int(v) if isinstance(v, float) and math.isfinite(v) and v == int(v) else v
+            if name in ("div", "remainder", "fmod") and pv == 0 and dt not in FLOATS:
+                continue  # integer division by zero: test_integer_division_by_zero
+            if name == "pow" and isinstance(pv, int) and pv < 0 and dt not in FLOATS:
+                continue  # negative integer powers: test_integer_pow_negative
+            err, want = fails(lambda: tf(x, pv))
+            h = fn(c(x), float(v))
+            what = f"{name}_scalar({dt}, {v!r})"
+            if err is not None:
+                if not torch_unsupported(err):
+                    expect_error(h, err, what, problems)
+                continue
+            compare(h, want, what, problems)
+            # in place
+            xc = x.clone()
+            err2, _ = fails(lambda: getattr(xc, name + "_")(pv))
+            hx = c(x)
+            rc = fn_(hx, float(v))
+            if err2 is not None:
+                if not torch_unsupported(err2):
+                    expect_error(rc, err2, what + " in-place", problems)
+                continue
+            if rc != 0:
+                problems.append(f"{what} in-place: failed: {ct.last_error()}")
+                ct.clear_error()
+                continue
+            compare(hx, xc, what + " in-place", problems)
+    report(problems)
+
+
+def test_scalar_integral_double_is_int():
+    """The documented difference: ctorch's 2.0 is a Python int, torch's 2.0 is a float."""
+    x = torch.arange(4, dtype=torch.int32)
+    h = L.ct_add_scalar(c(x), 2.0)
+    ct.assert_close(h, x + 2)
+    assert (x + 2.0).dtype == torch.float32  # torch: float; ctorch cannot tell 2 from 2.0
+    h = L.ct_mul_scalar(c(x), 0.5)
+    ct.assert_close(h, x * 0.5)
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_inplace(name):
+    """ct_X_(a, b): broadcast b into a, casts, torch's errors."""
+    problems = []
+    g = gen(12)
+    fn_ = getattr(L, "ct_" + name + "_")
+    for da in TDT:
+        for db in TDT:
+            a, b = bin_inputs(name, da, db, g)
+            ac = a.clone()
+            err, _ = fails(lambda: getattr(ac, name + "_")(b))
+            ha = c(a)
+            rc = fn_(ha, c(b))
+            what = f"{name}_({da}, {db})"
+            if err is not None:
+                if not torch_unsupported(err):
+                    expect_error(rc, err, what, problems, exact="can't be cast" in err)
+                continue
+            if rc != 0:
+                problems.append(f"{what}: failed: {ct.last_error()}")
+                ct.clear_error()
+                continue
+            compare(ha, ac, what, problems)
+    # transposed destination, broadcast source
+    for dt in (torch.float32, torch.int64):
+        a = rand((6, 5), dt, g).t()
+        b = bin_inputs(name, dt, dt, g, (6,))[1]
+        ac = a.clone()
+        err, _ = fails(lambda: getattr(ac, name + "_")(b))
+        ha = c(a)
+        rc = fn_(ha, c(b))
+        if err is None:
+            if rc != 0:
+                problems.append(f"{name}_(t): {ct.last_error()}")
+                ct.clear_error()
+            else:
+                compare(ha, ac, f"{name}_(t, {dt})", problems, layout=True)
+        elif not torch_unsupported(err):
+            expect_error(rc, err, f"{name}_(t, {dt})", problems)
+    report(problems)
+
+
+def test_inplace_errors():
+    problems = []
+    a64, f = torch.arange(3), torch.ones(3)
+    err, _ = fails(lambda: a64.clone().add_(f))
+    assert "result type Float can't be cast to the desired output type Long" in err
+    expect_error(L.ct_add_(c(a64), c(f)), err, "add_(long, float)", problems, exact=True)
+    err, _ = fails(lambda: a64.clone().div_(a64))
+    expect_error(L.ct_div_(c(a64), c(a64 + 1)), err, "div_(long, long)", problems, exact=True)
+    err, _ = fails(lambda: a64.clone().add_(2.5))
+    expect_error(L.ct_add_scalar_(c(a64), 2.5), err, "add_scalar_(long, 2.5)", problems, exact=True)
+    b = torch.tensor([True, False, True])
+    err, _ = fails(lambda: b.clone().add_(a64))
+    expect_error(L.ct_add_(c(b), c(a64)), err, "add_(bool, long)", problems, exact=True)
+    x, y = torch.ones(3), torch.ones(2, 3)
+    err, _ = fails(lambda: x.clone().add_(y))
+    assert "output with shape [3] doesn't match the broadcast shape [2, 3]" in err
+    expect_error(L.ct_add_(c(x), c(y)), err, "add_([3], [2,3])", problems, exact=True)
+    err, _ = fails(lambda: x.clone().mul_(torch.ones(4)))
+    expect_error(L.ct_mul_(c(x), c(torch.ones(4))), err, "mul_([3], [4])", problems, exact=True)
+    err, _ = fails(lambda: torch.ones(3) + torch.ones(4))
+    expect_error(L.ct_add(c(x), c(torch.ones(4))), err, "add([3], [4])", problems, exact=True)
+    # a self-overlapping destination (expanded)
+    e = torch.ones(1, 3).expand(2, 3)
+    err, _ = fails(lambda: e.add_(1))
+    expect_error(L.ct_add_scalar_(c(e), 1.0), err, "add_(expanded)", problems, exact=True)
+    report(problems)
+
+
+def test_add_sub_alpha():
+    problems = []
+    g = gen(13)
+    for da, db in [(torch.float32, torch.float32), (torch.int64, torch.int32), (torch.float64, torch.int8),
+                   (torch.float16, torch.float16), (torch.int32, torch.int32), (torch.bfloat16, torch.float32)]:
+        a, b = rand((4, 5), da, g), rand((5,), db, g)
+        for alpha in [2, -3, 0.5]:
+            err, want = fails(lambda: torch.add(a, b, alpha=alpha))
+            h = L.ct_add_alpha(c(a), c(b), float(alpha))
+            if err is not None:
+                expect_error(h, err, f"add_alpha({da},{db},{alpha})", problems, exact=True)
+            else:
+                compare(h, want, f"add_alpha({da},{db},{alpha})", problems)
+            err, want = fails(lambda: torch.sub(a, b, alpha=alpha))
+            h = L.ct_sub_alpha(c(a), c(b), float(alpha))
+            if err is not None:
+                expect_error(h, err, f"sub_alpha({da},{db},{alpha})", problems, exact=True)
+            else:
+                compare(h, want, f"sub_alpha({da},{db},{alpha})", problems)
+            ac = a.clone()
+            err, _ = fails(lambda: ac.add_(b, alpha=alpha))
+            ha = c(a)
+            rc = L.ct_add_alpha_(ha, c(b), float(alpha))
+            if err is not None:
+                expect_error(rc, err, f"add_alpha_({da},{db},{alpha})", problems)
+            elif rc != 0:
+                problems.append(f"add_alpha_: {ct.last_error()}")
+                ct.clear_error()
+            else:
+                compare(ha, ac, f"add_alpha_({da},{db},{alpha})", problems)
+        for v in [2, 2.5, -1]:
+            compare(L.ct_rsub_scalar(c(a), float(v)), torch.rsub(a, v), f"rsub_scalar({da},{v})", problems)
+    b = torch.tensor([True, False])
+    err, _ = fails(lambda: b - b)
+    expect_error(L.ct_sub(c(b), c(b)), err, "sub(bool, bool)", problems, exact=True)
+    report(problems)
+
+
+# ----------------------------------------------------------- division family
+def test_div_rounding_modes():
+    problems = []
+    g = gen(14)
+    for da in TDT:
+        for db in TDT:
+            a = rand((4, 6), da, g, -20, 20)
+            b = rand((6,), db, g, -5, 5)
+            if db not in FLOATS:
+                b = torch.where(b == 0, torch.ones_like(b), b)
+            for mode in [None, "trunc", "floor"]:
+                err, want = fails(lambda: torch.div(a, b, rounding_mode=mode))
+                h = L.ct_div_mode(c(a), c(b), None if mode is None else mode.encode())
+                what = f"div({da}, {db}, {mode})"
+                if err is not None:
+                    if not torch_unsupported(err):
+                        expect_error(h, err, what, problems)
+                    continue
+                compare(h, want, what, problems)
+            err, want = fails(lambda: torch.floor_divide(a, b))
+            h = L.ct_floor_divide(c(a), c(b))
+            if err is not None:
+                if not torch_unsupported(err):
+                    expect_error(h, err, f"floor_divide({da}, {db})", problems)
+            else:
+                compare(h, want, f"floor_divide({da}, {db})", problems)
+    # negative numbers, exact halves, zeros and infinities
+    a = torch.tensor([-7.0, 7.0, -7.0, 7.0, -6.0, 6.0, 0.0, -0.0, 5.0, -5.0, math.inf, 1.0, -1.0, 1e30])
+    b = torch.tensor([2.0, -2.0, -2.0, 2.0, 4.0, -4.0, 3.0, 3.0, 0.0, 0.0, 2.0, math.inf, math.inf, 3e-10])
+    for dt in (torch.float32, torch.float64, torch.float16):
+        for mode in ["trunc", "floor"]:
+            compare(L.ct_div_mode(c(a.to(dt)), c(b.to(dt)), mode.encode()),
+                    torch.div(a.to(dt), b.to(dt), rounding_mode=mode), f"div({dt}, {mode}) specials", problems)
+    ai = torch.tensor([-7, 7, -7, 7, -6, 6, 0, -128, 127, -1])
+    bi = torch.tensor([2, -2, -2, 2, 4, -4, 3, -1, -1, 3])
+    for dt in (torch.int8, torch.int32, torch.int64):
+        for mode in ["trunc", "floor"]:
+            compare(L.ct_div_mode(c(ai.to(dt)), c(bi.to(dt)), mode.encode()),
+                    torch.div(ai.to(dt), bi.to(dt), rounding_mode=mode), f"div({dt}, {mode}) negatives", problems)
+    # INT64_MIN / -1: torch 1.13 itself dies of SIGFPE here; ctorch must not (it wraps)
+    big = torch.tensor([torch.iinfo(torch.int64).min, -9, 9])
+    for mode in [b"floor", b"trunc"]:
+        h = ct.check(L.ct_div_mode(c(big), c(torch.tensor([-1, 4, -4])), mode))
+        assert ct.to_torch(h)[0] == torch.iinfo(torch.int64).min
+    # scalar forms
+    for v in [2, -3, 2.5, -0.5]:
+        for dt in (torch.int64, torch.float32, torch.int16):
+            x = rand((3, 5), dt, g, -10, 10)
+            for mode in [None, "trunc", "floor"]:
+                compare(L.ct_div_scalar_mode(c(x), float(v), None if mode is None else mode.encode()),
+                        torch.div(x, v, rounding_mode=mode), f"div_scalar({dt}, {v}, {mode})", problems)
+    err, _ = fails(lambda: torch.div(a, b, rounding_mode="bad"))
+    expect_error(L.ct_div_mode(c(a), c(b), b"bad"), err, "div(mode=bad)", problems, exact=True)
+    report(problems)
+
+
+def test_remainder_fmod_signs():
+    problems = []
+    a = torch.tensor([-7.0, 7.0, -7.0, 7.0, 5.5, -5.5, 0.0, -0.0, 3.0, -3.0, math.inf, 1.0, -1.0])
+    b = torch.tensor([3.0, -3.0, -3.0, 3.0, 2.0, 2.0, 3.0, -3.0, 0.0, math.inf, 2.0, -math.inf, math.inf])
+    for name in ["remainder", "fmod"]:
+        for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+            compare(getattr(L, "ct_" + name)(c(a.to(dt)), c(b.to(dt))), TORCH_BINARY[name](a.to(dt), b.to(dt)),
+                    f"{name}({dt})", problems)
+        ai, bi = torch.tensor([-7, 7, -7, 7, 0, -128, 127]), torch.tensor([3, -3, -3, 3, 5, -1, -1])
+        for dt in (torch.int8, torch.int16, torch.int32, torch.int64):
+            compare(getattr(L, "ct_" + name)(c(ai.to(dt)), c(bi.to(dt))),
+                    TORCH_BINARY[name](ai.to(dt), bi.to(dt)), f"{name}({dt})", problems)
+        u = torch.tensor([7, 200, 0], dtype=torch.uint8)
+        compare(getattr(L, "ct_" + name)(c(u), c(torch.tensor([3, 7, 9], dtype=torch.uint8))),
+                TORCH_BINARY[name](u, torch.tensor([3, 7, 9], dtype=torch.uint8)), f"{name}(uint8)", problems)
+        for v in [3, -3, 2.5, -2.5]:
+            x = torch.tensor([-7, 7, 0, -1, 1])
+            compare(getattr(L, "ct_" + name + "_scalar")(c(x), float(v)), TORCH_BINARY[name](x, v),
+                    f"{name}_scalar(long, {v})", problems)
+    report(problems)
+
+
+def test_integer_division_by_zero():
+    problems = []
+    a, z = torch.tensor([1, -2, 3]), torch.tensor([1, 0, 2])
+    for dt in (torch.int64, torch.int32, torch.uint8, torch.int8):
+        a_, z_ = a.to(dt) if dt != torch.uint8 else a.abs().to(dt), z.to(dt)
+        for label, tf, cf in [
+            ("div floor", lambda: torch.div(a_, z_, rounding_mode="floor"), lambda: L.ct_div_mode(c(a_), c(z_), b"floor")),
+            ("div trunc", lambda: torch.div(a_, z_, rounding_mode="trunc"), lambda: L.ct_div_mode(c(a_), c(z_), b"trunc")),
+            ("floor_divide", lambda: torch.floor_divide(a_, z_), lambda: L.ct_floor_divide(c(a_), c(z_))),
+            ("remainder", lambda: torch.remainder(a_, z_), lambda: L.ct_remainder(c(a_), c(z_))),
+            ("fmod", lambda: torch.fmod(a_, z_), lambda: L.ct_fmod(c(a_), c(z_))),
+            ("remainder scalar", lambda: torch.remainder(a_, 0), lambda: L.ct_remainder_scalar(c(a_), 0.0)),
+            ("fmod scalar", lambda: torch.fmod(a_, 0), lambda: L.ct_fmod_scalar(c(a_), 0.0)),
+            ("div floor scalar", lambda: torch.div(a_, 0, rounding_mode="floor"),
+             lambda: L.ct_div_scalar_mode(c(a_), 0.0, b"floor")),
+        ]:
+            err, want = fails(tf)
+            h = cf()
+            if err is None:
+                compare(h, want, f"{label}({dt}) by zero", problems)
+            else:
+                expect_error(h, err, f"{label}({dt}) by zero", problems, exact=True)
+    # true division by zero is float: inf/nan
+    compare(L.ct_div(c(a), c(z - 1)), torch.div(a, z - 1), "div(long, 0) true", problems)
+    report(problems)
+
+
+def test_integer_pow():
+    problems = []
+    x = torch.tensor([0, 1, -1, 2, -2, 3, 7])
+    for dt in (torch.int64, torch.int32, torch.int8, torch.int16):
+        e = torch.tensor([0, 3, 5, 10, 3, 2, 1], dtype=dt)
+        compare(L.ct_pow(c(x.to(dt)), c(e)), torch.pow(x.to(dt), e), f"pow({dt})", problems)
+        neg = torch.tensor([1, -1, 2, 0, 1, 1, 1], dtype=dt)
+        err, want = fails(lambda: torch.pow(x.to(dt), neg))
+        h = L.ct_pow(c(x.to(dt)), c(neg))
+        if err is None:
+            compare(h, want, f"pow({dt}, negative)", problems)
+        else:
+            expect_error(h, err, f"pow({dt}, negative)", problems, exact=True)
+        err, want = fails(lambda: torch.pow(x.to(dt), -2))
+        h = L.ct_pow_scalar(c(x.to(dt)), -2.0)
+        if err is None:
+            compare(h, want, f"pow_scalar({dt}, -2)", problems)
+        else:
+            expect_error(h, err, f"pow_scalar({dt}, -2)", problems, exact=True)
+    # overflow wraps like torch
+    compare(L.ct_pow_scalar(c(torch.tensor([3, -3, 2])), 41.0), torch.pow(torch.tensor([3, -3, 2]), 41),
+            "pow overflow", problems)
+    # float pow specials
+    b = torch.tensor([0.0, -0.0, -2.0, -8.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5])
+    for ev in [0.5, 2, 3, -1, -0.5, 0, math.inf, math.nan, 1.0 / 3]:
+        compare(L.ct_pow_scalar(c(b), float(ev)), torch.pow(b, ev), f"pow(float specials, {ev})", problems)
+    report(problems)
+
+
+# -------------------------------------------------- bitwise, logical, minmax
+def test_bitwise_logical():
+    problems = []
+    g = gen(15)
+    for name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
+        for dt in (torch.float32, torch.float64, torch.float16):
+            x = rand((3,), dt, g)
+            err, _ = fails(lambda: TORCH_BINARY[name](x, x))
+            expect_error(getattr(L, "ct_" + name)(c(x), c(x)), err, f"{name}({dt})", problems, exact=True)
+            err, _ = fails(lambda: TORCH_BINARY[name](torch.arange(3), x))
+            expect_error(getattr(L, "ct_" + name)(c(torch.arange(3)), c(x)), err, f"{name}(long, {dt})", problems)
+        x = torch.tensor([-1, 0, 5, -128, 127], dtype=torch.int8)
+        y = torch.tensor([3, -1, 6, 1, -128], dtype=torch.int8)
+        compare(getattr(L, "ct_" + name)(c(x), c(y)), TORCH_BINARY[name](x, y), f"{name}(int8)", problems)
+        for v in [1, -1, 6]:
+            compare(getattr(L, "ct_" + name + "_scalar")(c(x), float(v)), TORCH_BINARY[name](x, v),
+                    f"{name}_scalar(int8, {v})", problems)
+    for name in ["logical_and", "logical_or", "logical_xor"]:
+        a = torch.tensor([0.0, -0.0, math.nan, 1.0, 0.0, 2.0])
+        b = torch.tensor([0, 1, 0, 0, 3, -1], dtype=torch.int8)
+        compare(getattr(L, "ct_" + name)(c(a), c(b)), TORCH_BINARY[name](a, b), f"{name}(nan/-0)", problems)
+    ln = torch.tensor([0.0, -0.0, math.nan, math.inf, 1e-40])
+    compare(L.ct_logical_not(c(ln)), torch.logical_not(ln), "logical_not specials", problems)
+    report(problems)
+
+
+def test_maximum_minimum_nan():
+    problems = []
+    a = torch.tensor([math.nan, 1.0, math.nan, -0.0, 0.0, math.inf, -math.inf, 2.0])
+    b = torch.tensor([1.0, math.nan, math.nan, 0.0, -0.0, math.nan, 5.0, 2.0])
+    for name in ["maximum", "minimum"]:
+        for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+            compare(getattr(L, "ct_" + name)(c(a.to(dt)), c(b.to(dt))), TORCH_BINARY[name](a.to(dt), b.to(dt)),
+                    f"{name}({dt})", problems)
+        compare(getattr(L, "ct_" + name)(c(a), c(torch.tensor(3))), TORCH_BINARY[name](a, torch.tensor(3)),
+                f"{name}(float, long 0-dim)", problems)
+        # large: the threaded path
+        x = rand((40000,), torch.float32, gen(16))
+        y = rand((40000,), torch.float32, gen(17))
+        compare(getattr(L, "ct_" + name)(c(x), c(y)), TORCH_BINARY[name](x, y), f"{name}(large)", problems)
+    # -0.0 vs 0.0: torch's maximum(-0., 0.) is implementation-defined; compare signs too
+    for name in ["maximum", "minimum"]:
+        h = getattr(L, "ct_" + name)(c(a[3:5]), c(b[3:5]))
+        got = ct.to_torch(h)
+        want = TORCH_BINARY[name](a[3:5], b[3:5])
+        if not torch.equal(torch.signbit(got), torch.signbit(want)):
+            problems.append(f"{name}(+-0): sign ctorch {got.tolist()} torch {want.tolist()}")
+    report(problems)
+
+
+# ---------------------------------------------------------------- meta device
+def meta(h):
+    return ct.check(L.ct_to_device(h, ct.CT_META))
+
+
+def test_meta_shapes_and_errors():
+    problems = []
+    g = gen(18)
+    for name in UNARY + TESTS:
+        for dt in (torch.float32, torch.int64, torch.bool, torch.float16):
+            x = rand((3, 4), dt, g).t()
+            hc = getattr(L, "ct_" + name)(c(x))
+            hm = getattr(L, "ct_" + name)(meta(c(x)))
+            if (hc is None) != (hm is None):
+                problems.append(f"meta {name}({dt}): cpu {'fails' if hc is None else 'ok'}, "
+                                f"meta {'fails' if hm is None else 'ok'}: {ct.last_error()}")
+            elif hc is not None:
+                for f in (ct.shape, ct.strides, ct.dtype):
+                    if f(hc) != f(hm):
+                        problems.append(f"meta {name}({dt}): {f.__name__} cpu {f(hc)} meta {f(hm)}")
+                if L.ct_device_of(hm) != ct.CT_META:
+                    problems.append(f"meta {name}({dt}): result not on meta")
+            ct.clear_error()
+    for name in BINARY:
+        for da, db in [(torch.float32, torch.int64), (torch.int32, torch.bool), (torch.float16, torch.float64),
+                       (torch.int8, torch.uint8)]:
+            a, b = rand((4, 1, 3), da, g), rand((5, 1), db, g)
+            hc = getattr(L, "ct_" + name)(c(a), c(b))
+            hm = getattr(L, "ct_" + name)(meta(c(a)), meta(c(b)))
+            if (hc is None) != (hm is None):
+                problems.append(f"meta {name}({da},{db}): cpu/meta disagree: {ct.last_error()}")
+            elif hc is not None:
+                for f in (ct.shape, ct.strides, ct.dtype):
+                    if f(hc) != f(hm):
+                        problems.append(f"meta {name}: {f.__name__} cpu {f(hc)} meta {f(hm)}")
+            ct.clear_error()
+    # errors on meta equal CPU's
+    ha, hb = meta(c(torch.ones(3))), meta(c(torch.ones(4)))
+    err, _ = fails(lambda: torch.ones(3, device="meta") + torch.ones(4, device="meta"))
+    expect_error(L.ct_add(ha, hb), err, "meta add([3],[4])", problems, exact=True)
+    hi = meta(c(torch.arange(3)))
+    err, _ = fails(lambda: torch.arange(3, device="meta").add_(torch.ones(3, device="meta")))
+    expect_error(L.ct_add_(hi, meta(c(torch.ones(3)))), err, "meta add_(long, float)", problems, exact=True)
+    # meta with a CPU 0-dim wrapped scalar
+    hm = L.ct_mul_scalar(meta(c(torch.ones(2, 3))), 2.5)
+    if hm is None or ct.shape(hm) != (2, 3) or L.ct_device_of(hm) != ct.CT_META:
+        problems.append(f"meta mul_scalar: {ct.last_error()}")
+    report(problems)
+
+
+# ------------------------------------------------------------------ gradients
+GRAD_DOMAIN = {"log": (0.1, 5), "log2": (0.1, 5), "log10": (0.1, 5), "log1p": (-0.9, 5), "sqrt": (0.1, 5),
+               "rsqrt": (0.1, 5), "asin": (-0.9, 0.9), "acos": (-0.9, 0.9), "reciprocal": (0.2, 3),
+               "tan": (-1.2, 1.2)}
+
+
+def ct_grad_of(make, inputs, gout):
+    """Runs make(handles) with requires_grad leaves, backward with gout; returns grads."""
+    hs = [c(x.detach()) for x in inputs]
+    hs = [ct.check(L.ct_clone(h)) for h in hs]
+    for h in hs:
+        ct.check_int(L.ct_set_requires_grad(h, True))
+    y = ct.check(make(hs))
+    ct.check_int(L.ct_backward(y, c(gout)))
+    return y, [L.ct_grad(h) for h in hs]
+
+
+@pytest.mark.parametrize("name", UNARY + ["gelu", "gelu_tanh", "softplus", "softplus2", "nan_to_num"])
+def test_unary_gradients(name):
+    g = gen(19)
+    lo, hi = GRAD_DOMAIN.get(name, (-3, 3))
+    x = rand((4, 5), torch.float64, g, lo, hi, special=False)
+    if name in ("abs", "sign", "relu", "floor", "ceil", "round", "trunc", "frac"):
+        x = torch.where(x.abs() < 0.05, torch.full_like(x, 0.3), x)
+    if name == "nan_to_num":
+        x[0, :3] = torch.tensor([math.nan, math.inf, -math.inf], dtype=torch.float64)
+    tfs = {"gelu": lambda t: TF.gelu(t), "gelu_tanh": lambda t: TF.gelu(t, approximate="tanh"),
+           "softplus": lambda t: TF.softplus(t), "softplus2": lambda t: TF.softplus(t, 2.0, 1.5),
+           "nan_to_num": lambda t: torch.nan_to_num(t, 0.5, 3.0, -4.0)}
+    cfs = {"gelu": lambda h: L.ct_gelu(h, b"none"), "gelu_tanh": lambda h: L.ct_gelu(h, b"tanh"),
+           "softplus": lambda h: L.ct_softplus(h, 1.0, 20.0), "softplus2": lambda h: L.ct_softplus(h, 2.0, 1.5),
+           "nan_to_num": lambda h: L.ct_nan_to_num(h, 0.5, 3.0, -4.0)}
+    tf = tfs.get(name, TORCH_UNARY.get(name))
+    cf = cfs.get(name, getattr(L, "ct_" + name, None))
+    xt = x.clone().requires_grad_(True)
+    yt = tf(xt.t())  # a transposed input: the gradient flows back through the view
+    gout = rand(tuple(yt.shape), torch.float64, g, -1, 1, special=False)
+    yt.backward(gout)
+    hx = ct.check(L.ct_clone(c(x)))
+    ct.check_int(L.ct_set_requires_grad(hx, True))
+    y = ct.check(cf(ct.check(L.ct_transpose(hx, 0, 1))))
+    ct.check_int(L.ct_backward(y, c(gout)))
+    gr = L.ct_grad(hx)
+    ct.assert_close(y, yt, rtol=1e-12, atol=1e-12, what=f"{name} forward: ")
+    assert gr, f"{name}: no gradient ({ct.last_error()})"
+    ct.assert_close(gr, xt.grad, rtol=1e-10, atol=1e-12, what=f"{name} grad: ")
+
+
+GRAD_BINARY = ["add", "sub", "mul", "div", "remainder", "fmod", "pow", "atan2", "maximum", "minimum"]
+
+
+@pytest.mark.parametrize("name", GRAD_BINARY + ["add_alpha", "sub_alpha", "div_trunc", "div_floor",
+                                                "pow_scalar", "add_scalar", "mul_scalar", "rsub_scalar"])
+def test_binary_gradients(name):
+    g = gen(20)
+    a = rand((3, 4), torch.float64, g, -3, 3, special=False)
+    b = rand((4,), torch.float64, g, 0.5, 3, special=False)  # broadcast: summed to [4]
+    if name == "pow":
+        a = a.abs() + 0.2
+    if name in ("maximum", "minimum"):
+        a[0, :2] = b[:2]  # ties: torch splits the gradient in half
+    tfs = {"add_alpha": lambda x, y: torch.add(x, y, alpha=2.5), "sub_alpha": lambda x, y: torch.sub(x, y, alpha=-1.5),
+           "div_trunc": lambda x, y: torch.div(x, y, rounding_mode="trunc"),
+           "div_floor": lambda x, y: torch.div(x, y, rounding_mode="floor"),
+           "pow_scalar": lambda x, y: torch.pow(x, 3) * y, "add_scalar": lambda x, y: (x + 2.5) * y,
+           "mul_scalar": lambda x, y: (x * -1.5) * y, "rsub_scalar": lambda x, y: torch.rsub(x, 2) * y}
+    cfs = {"add_alpha": lambda h: L.ct_add_alpha(h[0], h[1], 2.5), "sub_alpha": lambda h: L.ct_sub_alpha(h[0], h[1], -1.5),
+           "div_trunc": lambda h: L.ct_div_mode(h[0], h[1], b"trunc"),
+           "div_floor": lambda h: L.ct_div_mode(h[0], h[1], b"floor"),
+           "pow_scalar": lambda h: L.ct_mul(L.ct_pow_scalar(h[0], 3.0), h[1]),
+           "add_scalar": lambda h: L.ct_mul(L.ct_add_scalar(h[0], 2.5), h[1]),
+           "mul_scalar": lambda h: L.ct_mul(L.ct_mul_scalar(h[0], -1.5), h[1]),
+           "rsub_scalar": lambda h: L.ct_mul(L.ct_rsub_scalar(h[0], 2.0), h[1])}
+    tf = tfs.get(name, TORCH_BINARY.get(name))
+    cf = cfs.get(name, lambda h: getattr(L, "ct_" + name)(h[0], h[1]))
+    at, bt = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    yt = tf(at, bt)
+    gout = rand(tuple(yt.shape), torch.float64, g, -1, 1, special=False)
+    yt.backward(gout)
+    y, grads = ct_grad_of(cf, [a, b], gout)
+    ct.assert_close(y, yt, rtol=1e-12, atol=1e-12, what=f"{name} forward: ")
+    for k, (gr, want) in enumerate(zip(grads, [at.grad, bt.grad])):
+        if want is None:
+            assert not gr or bool(torch.all(ct.to_torch(gr) == 0)), f"{name}: input {k} has a gradient"
+            continue
+        assert gr, f"{name}: input {k} has no gradient ({ct.last_error()})"
+        ct.assert_close(gr, want, rtol=1e-10, atol=1e-12, what=f"{name} grad {k}: ")
+
+
+def test_gradient_mixed_dtypes():
+    """A float32 leaf times a float64 leaf: each gradient comes back in its own dtype."""
+    g = gen(21)
+    a = rand((3, 4), torch.float32, g, special=False)
+    b = rand((4,), torch.float64, g, special=False)
+    at, bt = a.clone().requires_grad_(True), b.clone().requires_grad_(True)
+    yt = at * bt
+    gout = torch.ones_like(yt)
+    yt.backward(gout)
+    y, (ga, gb) = ct_grad_of(lambda h: L.ct_mul(h[0], h[1]), [a, b], gout)
+    ct.assert_close(ga, at.grad, rtol=1.3e-6, atol=1e-5, what="mul grad a: ")
+    ct.assert_close(gb, bt.grad, rtol=1e-7, atol=1e-7, what="mul grad b: ")
+
+
+def test_grad_fn_names():
+    x = ct.check(L.ct_clone(c(torch.rand(3, dtype=torch.float64) + 0.5)))
+    ct.check_int(L.ct_set_requires_grad(x, True))
+    xt = (torch.rand(3, dtype=torch.float64) + 0.5).requires_grad_(True)
+    problems = []
+    for name in UNARY:
+        want = TORCH_UNARY[name](xt).grad_fn
+        got = L.ct_grad_fn_name(ct.check(getattr(L, "ct_" + name)(x)))
+        want = type(want).__name__ if want is not None else None
+        if (got.decode() if got else None) != want:
+            problems.append(f"{name}: {got} vs {want}")
+    for name in GRAD_BINARY:
+        want = type(TORCH_BINARY[name](xt, xt).grad_fn).__name__
+        got = L.ct_grad_fn_name(ct.check(getattr(L, "ct_" + name)(x, x)))
+        if (got.decode() if got else None) != want:
+            problems.append(f"{name}: {got} vs {want}")
+    report(problems)
