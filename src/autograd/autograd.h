@@ -40,6 +40,7 @@ typedef struct InputMeta {
     ct_device device;
     bool defined;
     int64_t sizes[CT_MAX_DIMS];
+    int64_t strides[CT_MAX_DIMS];
 } InputMeta;
 
 typedef struct BackwardCtx BackwardCtx;

@@ -43,11 +43,16 @@
 #define DIVFLOOR(a, b) BIN(div_floor, a, b)
 #define DIVTRUNC(a, b) BIN(div_trunc, a, b)
 #define GTS(a, s) BINS(gt, a, s)
-#define ZEROS(g) F(ag_zeros_like_meta(&c->node->in_meta[0]))
+/* A zero gradient shaped like g (the output), summed down to each input later. */
+#define ZEROS(g) F(c10_full((g)->sizes, (g)->ndim, 0, (g)->dtype, (g)->device))
 
-/* where(cond, a, 0) as a * cond. (Unlike PyTorch's where, a NaN in `a` stays
- * NaN where cond is false; the formulas here only mask finite values.) */
-static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) { return MUL(a, cond); }
+/* where(cond, a, 0): zero where cond is false, even where a is NaN or inf. */
+static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) {
+    if (!a || !cond) return NULL;
+    TensorImpl *zero = F(ag_wrapped_scalar(0, a->dtype));
+    OpArgs w = {.t = {cond, a, zero}, .nt = 3};
+    return zero ? F(ag_call1(OP_where, &w)) : NULL;
+}
 #define THRESHOLD_BWD(g, r) masked(g, GTS(r, 0))
 
 static TensorImpl *gelu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
@@ -181,28 +186,37 @@ const DerivInfo deriv_info[OP_COUNT] = {
 
 /* ---- views and copies ---- */
 
+/* g scattered into zeros laid out as the base (sizes, strides), at the view's
+ * geometry (vsizes, vstrides, offset), counted in the base's storage. */
+static TensorImpl *scatter_view(TensorImpl *g, const InputMeta *base, const TensorImpl *view) {
+    OpArgs s = {.t = {g}, .nt = 1};
+    int n = 0;
+    s.i[n++] = base->ndim;
+    for (int d = 0; d < base->ndim; d++) s.i[n++] = base->sizes[d];
+    for (int d = 0; d < base->ndim; d++) s.i[n++] = base->strides[d];
+    s.i[n++] = view->ndim;
+    for (int d = 0; d < view->ndim; d++) s.i[n++] = view->sizes[d];
+    for (int d = 0; d < view->ndim; d++) s.i[n++] = view->strides[d];
+    s.i[n++] = view->offset;
+    s.ni = n;
+    return ag_call1(OP_view_scatter, &s);
+}
+
 /* The view's geometry relative to a contiguous tensor of the input's shape:
  * the view op run again on a meta tensor. */
 static int view_scatter(BackwardCtx *c, TensorImpl **gi) {
-    const InputMeta *m = &c->node->in_meta[0];
-    TensorImpl *base = c10_empty(m->sizes, m->ndim, m->dtype, CT_META);
+    InputMeta m = c->node->in_meta[0];
+    TensorImpl *base = c10_empty(m.sizes, m.ndim, m.dtype, CT_META);
     if (!base) return -1;
+    memcpy(m.strides, base->strides, sizeof(int64_t) * (size_t)m.ndim);
     OpArgs a = *c->args;
     a.t[0] = base;
     TensorImpl *v = at_call1(c->node->op, &a);
     c10_release(base);
     if (!v) return -1;
-    OpArgs s = {.t = {G}, .nt = 1};
-    int n = 0;
-    s.i[n++] = m->ndim;
-    for (int d = 0; d < m->ndim; d++) s.i[n++] = m->sizes[d];
-    s.i[n++] = v->ndim;
-    for (int d = 0; d < v->ndim; d++) s.i[n++] = v->sizes[d];
-    for (int d = 0; d < v->ndim; d++) s.i[n++] = v->strides[d];
-    s.i[n++] = v->offset;
-    s.ni = n;
+    gi[0] = scatter_view(G, &m, v);
     c10_release(v);
-    return (gi[0] = ag_call1(OP_view_scatter, &s)) ? 0 : -1;
+    return gi[0] ? 0 : -1;
 }
 
 int d_slice(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
@@ -210,28 +224,30 @@ int d_select(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
 int d_diagonal(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
 int d_unfold(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
 
-/* as_strided's geometry is in storage coordinates: shift by the input's offset
- * (exact when the input is contiguous, as PyTorch's common case). */
+/* as_strided's geometry is in storage coordinates: relative to the input's
+ * own offset and strides (PyTorch's as_strided_backward for dense inputs). */
 int d_as_strided(BackwardCtx *c, TensorImpl **gi) {
-    OpArgs a = *c->args;
-    a.i[a.ni - 1] -= c->node->in_meta[0].offset;
-    const OpArgs *saved = c->args;
-    c->args = &a;
-    int rc = view_scatter(c, gi);
-    c->args = saved;
-    return rc;
+    const OpArgs *a = c->args;
+    int n = (int)a->i[a->ni - 2];
+    TensorImpl v = {.ndim = n, .offset = a->i[a->ni - 1] - c->node->in_meta[0].offset};
+    memcpy(v.sizes, a->i, sizeof(int64_t) * (size_t)n);
+    memcpy(v.strides, a->i + n, sizeof(int64_t) * (size_t)n);
+    return (gi[0] = scatter_view(G, &c->node->in_meta[0], &v)) ? 0 : -1;
 }
 
-/* t[0] = g; i as view_scatter. Backward: the same view of the gradient. */
+/* t[0] = g; i as view_scatter. Backward: the same view of the gradient laid
+ * out as the base (copied into the base's strides first). */
 int d_view_scatter(BackwardCtx *c, TensorImpl **gi) {
     const int64_t *i = c->args->i;
-    int nb = (int)i[0], nv = (int)i[1 + nb];
-    TensorImpl *cg = F(ag_unary(OP_contiguous, G));
-    if (!cg) return -1;
-    OpArgs a = {.t = {cg}, .nt = 1, .ni = 2 * nv + 2};
-    memcpy(a.i, i + 2 + nb, sizeof(int64_t) * (size_t)(2 * nv));
+    int nb = (int)i[0], nv = (int)i[1 + 2 * nb];
+    TensorImpl *laid = F(at_empty_strided(i + 1, i + 1 + nb, nb, G->dtype, G->device));
+    if (!laid) return -1;
+    OpArgs cp = {.t = {laid, G}, .nt = 2};
+    if (ag_call_inplace(OP_copy_, &cp) < 0) return -1;
+    OpArgs a = {.t = {laid}, .nt = 1, .ni = 2 * nv + 2};
+    memcpy(a.i, i + 2 + 2 * nb, sizeof(int64_t) * (size_t)(2 * nv));
     a.i[2 * nv] = nv;
-    a.i[2 * nv + 1] = i[2 + nb + 2 * nv] + cg->offset;
+    a.i[2 * nv + 1] = i[2 + 2 * nb + 2 * nv] + laid->offset;
     return (gi[0] = ag_call1(OP_as_strided, &a)) ? 0 : -1;
 }
 

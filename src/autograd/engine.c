@@ -200,9 +200,12 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
 static int apply_copy_slices(Node *n, TensorImpl *grad, TensorImpl **gi) {
     CopySlicesInfo *cs = n->extra;
     int mark = ag_frame_begin(), rc = -1;
-    /* a private contiguous copy: the view's part is overwritten below */
-    TensorImpl *result = grad ? ag_unary(OP_contiguous, F(ag_unary(OP_clone, grad))) : ag_zeros_like_meta(&n->in_meta[0]);
+    /* a private copy laid out as the base, so that the view's geometry applies */
+    const InputMeta *bm = &n->in_meta[0];
+    TensorImpl *result = at_empty_strided(bm->sizes, bm->strides, bm->ndim, bm->dtype, bm->device);
     if (!result) goto out;
+    OpArgs init = {.t = {result, grad}, .nt = 2};
+    if (grad ? ag_call_inplace(OP_copy_, &init) < 0 : c10_fill(result, 0) < 0) goto out;
     OpArgs a = {.t = {result}, .nt = 1, .ni = 2 * cs->ndim + 2};
     memcpy(a.i, cs->sizes, sizeof(int64_t) * (size_t)cs->ndim);
     memcpy(a.i + cs->ndim, cs->strides, sizeof(int64_t) * (size_t)cs->ndim);
@@ -216,7 +219,8 @@ static int apply_copy_slices(Node *n, TensorImpl *grad, TensorImpl **gi) {
     TensorImpl *fgi[OP_MAX_TENSORS] = {0};
     if (apply_op(cs->fn, go, fgi, needs) < 0) goto out;
     /* the view's old value gets fgi[0]; the op's other inputs get theirs */
-    int r = fgi[0] ? at_copy_(view, fgi[0]) : c10_fill(view, 0);
+    OpArgs put = {.t = {view, fgi[0]}, .nt = fgi[0] ? 2 : 1, .s = {0}}; /* recorded with create_graph */
+    int r = ag_call_inplace(fgi[0] ? OP_copy_ : OP_fill_, &put);
     c10_release(fgi[0]);
     if (r < 0) goto out;
     gi[0] = result;

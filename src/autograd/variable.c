@@ -202,6 +202,7 @@ void ag_input_meta(InputMeta *m, const TensorImpl *t) {
     m->dtype = t->dtype;
     m->device = t->device;
     memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    memcpy(m->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
 }
 
 /* Makes the node for op's call with inputs a->t and outputs out[0..n), saving
@@ -330,7 +331,7 @@ int ag_call_inplace(int op, OpArgs *a) {
         return c10_error_int("a view of a leaf Variable that requires grad is being used in an in-place operation.");
     TensorImpl *self_orig = NULL;
     if (rec && (deriv_info[op].flags & SV_IN0)) {
-        self_orig = at_to_dtype(self, self->dtype);
+        self_orig = ag_unary(OP_clone, self); /* with history: double backward sees it */
         if (!self_orig) return -1;
     }
     unsigned version_before = c10_version(self);

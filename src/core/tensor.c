@@ -17,7 +17,7 @@ StorageImpl *c10_storage_new(size_t nbytes, ct_device device) {
     StorageImpl *s = storage_pool_get();
     if (!s) return c10_error("out of memory");
     memset(s, 0, sizeof *s);
-    if (device == CT_CPU && nbytes) {
+    if (device == CT_CPU) { /* even for 0 bytes: CPU data is never NULL, so pointer arithmetic stays defined */
         s->data = c10_alloc(nbytes);
         if (!s->data) {
             storage_pool_put(s);

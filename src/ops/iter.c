@@ -163,6 +163,20 @@ static bool dense_non_overlapping(const TensorImpl *t) {
     return true;
 }
 
+TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, ct_dtype dtype,
+                             ct_device device) {
+    TensorImpl geom = {.ndim = ndim};
+    memcpy(geom.sizes, sizes, sizeof(int64_t) * (size_t)ndim);
+    memcpy(geom.strides, strides, sizeof(int64_t) * (size_t)ndim);
+    c10_refresh(&geom);
+    TensorImpl *o = c10_empty(sizes, ndim, dtype, device);
+    if (o && !geom.is_contiguous && dense_non_overlapping(&geom)) {
+        memcpy(o->strides, strides, sizeof(int64_t) * (size_t)ndim);
+        c10_refresh(o);
+    }
+    return o;
+}
+
 TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype) {
     if (t->is_contiguous || t->ndim < 2) return c10_empty(t->sizes, t->ndim, dtype, t->device);
     if (dense_non_overlapping(t)) {

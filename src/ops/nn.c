@@ -759,7 +759,7 @@ TensorImpl *nn_pw_grad(int op, const OpArgs *a, const TensorImpl *gout, int whic
         _Pragma("omp parallel for schedule(static) if (R * M > GRAIN)")                                   \
         for (int64_t r = 0; r < R; r++) {                                                                  \
             const T *restrict xr = x + r * M;                                                             \
-            T *restrict yr = y + r * M;                                                                   \
+            T *restrict yr = y ? y + r * M : NULL;                                                        \
             double s = 0;                                                                                  \
             _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < M; i++) s += (double)xr[i];      \
             T mu = (T)(s / (double)M);                                                                     \

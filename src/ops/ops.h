@@ -112,6 +112,10 @@ CT_INTERNAL TensorImpl *at_to_dtype(const TensorImpl *t, ct_dtype dtype);
  * t's own strides when t is dense and non-overlapping, else contiguous in the
  * order of t's strides. */
 CT_INTERNAL TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype);
+/* A new tensor with the given sizes and strides when they are dense and
+ * non-overlapping, else contiguous (PyTorch's empty_strided for gradients). */
+CT_INTERNAL TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, ct_dtype dtype,
+                                         ct_device device);
 CT_INTERNAL TensorImpl *at_contiguous(const TensorImpl *t);
 CT_INTERNAL int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndim, bool *mask);
 

@@ -241,29 +241,37 @@ int fwd_sum_to_size(int op, const OpArgs *a, TensorImpl **out) {
     return (out[0] = v) ? 1 : -1;
 }
 
-/* t[0] = g; i: base ndim nb, base shape[nb], view ndim nv, sizes[nv], strides[nv],
- * offset. The backward of every view: zeros of the base's shape (contiguous)
- * with g added into the view's elements (repeatedly where the view overlaps
- * itself, as expand and unfold do). */
+/* t[0] = g; i: base ndim nb, base sizes[nb], base strides[nb], view ndim nv,
+ * sizes[nv], strides[nv], offset. The backward of every view: zeros laid out
+ * like the base (its strides when dense, else contiguous) with g added into the
+ * view's elements (repeatedly where the view overlaps itself, as expand and
+ * unfold do). */
 int fwd_view_scatter(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     const TensorImpl *g = a->t[0];
     int nb = (int)a->i[0];
-    const int64_t *base = a->i + 1;
-    int nv = (int)a->i[1 + nb];
-    const int64_t *sizes = a->i + 2 + nb, *strides = sizes + nv;
+    const int64_t *base = a->i + 1, *base_strides = base + nb;
+    int nv = (int)a->i[1 + 2 * nb];
+    const int64_t *sizes = a->i + 2 + 2 * nb, *strides = sizes + nv;
     int64_t offset = strides[nv];
-    TensorImpl *o = c10_full(base, nb, 0, g->dtype, g->device);
+    TensorImpl *o = at_empty_strided(base, base_strides, nb, g->dtype, g->device);
     if (!o) return -1;
+    c10_fill(o, 0);
     if (g->numel != 0 && o->device != CT_META) {
         int64_t es = (int64_t)c10_elsize[o->dtype];
         char *od = c10_data(o);
         const char *gd = c10_data(g);
+        int64_t limit = (int64_t)(o->storage->nbytes / (size_t)es);
         for (int64_t k = 0; k < g->numel; k++) {
             int64_t rest = k, off = offset;
             for (int d = nv - 1; d >= 0; d--) {
                 off += (rest % sizes[d]) * strides[d];
                 rest /= sizes[d];
+            }
+            if (off < 0 || off >= limit) {
+                c10_release(o);
+                return c10_error_int("view geometry reaches outside its base (element %lld of %lld)",
+                                     (long long)off, (long long)limit);
             }
             double v = c10_load_double(od + off * es, o->dtype) + c10_load_double(gd + c10_linear_offset(g, k), g->dtype);
             c10_store_double(od + off * es, o->dtype, v);

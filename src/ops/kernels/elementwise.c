@@ -285,6 +285,20 @@ static double wrapped_value(const TensorImpl *t) {
     return v;
 }
 
+/* torch converts pow's scalar exponent to the tensor's dtype with an overflow
+ * check (c10::checked_convert): the C++ type name when v does not fit, else NULL. */
+static const char *scalar_overflow(ct_dtype d, double v) {
+    switch (d) {
+    case CT_UINT8: return v < 0 || v > 255 ? "uint8_t" : NULL;
+    case CT_INT8: return v < -128 || v > 127 ? "int8_t" : NULL;
+    case CT_INT16: return v < -32768 || v > 32767 ? "int16_t" : NULL;
+    case CT_INT32: return v < -2147483648.0 || v > 2147483647.0 ? "int" : NULL;
+    case CT_FLOAT16: return isfinite(v) && fabs(v) > 65504.0 ? "at::Half" : NULL;
+    case CT_BFLOAT16: return isfinite(v) && fabs(v) > 3.3895313892515355e38 ? "at::BFloat16" : NULL;
+    default: return NULL;
+    }
+}
+
 static const char *int_only_name(int op) {
     switch (op) {
     case OP_div_trunc: return "div_trunc_cpu";
@@ -307,6 +321,9 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
         if (op == OP_sub && a->t[0]->dtype == CT_BOOL && a->t[1]->dtype == CT_BOOL)
             return c10_error_int("Subtraction, the `-` operator, with two bool tensors is not supported. Use the "
                                  "`^` or `logical_xor()` operator instead.");
+        if (op == OP_sub && (a->t[0]->dtype == CT_BOOL || a->t[1]->dtype == CT_BOOL))
+            return c10_error_int("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                                 "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
         if ((op == OP_add || op == OP_sub) && !c10_is_float(common) && a->s[0] != trunc(a->s[0]))
             return c10_error_int("For integral input tensors, argument alpha must not be a floating point number.");
         if (common == CT_BOOL && int_only_name(op))
@@ -314,6 +331,9 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
         if (op == OP_pow && a->t[1]->is_wrapped_number && !c10_is_float(common) &&
             wrapped_value(a->t[1]) < 0)
             return c10_error_int("Integers to negative integer powers are not allowed.");
+        if (op == OP_pow && a->t[1]->is_wrapped_number && scalar_overflow(common, wrapped_value(a->t[1])))
+            return c10_error_int("value cannot be converted to type %s without overflow",
+                                 scalar_overflow(common, wrapped_value(a->t[1])));
         break;
     case K_DIV:
     case K_FLOAT2:
@@ -335,8 +355,8 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
     OpArgs b = *a;
     int nin = 2;
     /* torch's pow(Tensor, Scalar) computes x ** 0.5 and x ** -0.5 as sqrt and
-     * rsqrt (so (-inf) ** 0.5 is NaN and (-0) ** -0.5 is -inf) */
-    if (op == OP_pow && c10_is_float(common) && a->t[1]->is_wrapped_number) {
+     * rsqrt (so (-inf) ** 0.5 is NaN and (-0) ** -0.5 is -inf); float16 keeps std::pow */
+    if (op == OP_pow && c10_is_float(common) && common != CT_FLOAT16 && a->t[1]->is_wrapped_number) {
         double e = wrapped_value(a->t[1]);
         if (e == 0.5 || e == -0.5) {
             k = kernels[e > 0 ? OP_sqrt : OP_rsqrt][compute];
