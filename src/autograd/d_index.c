@@ -2,10 +2,8 @@
  * (PyTorch's derivatives.yaml for cat, index_select, gather, scatter, index,
  * sort, where, clamp, lerp, ...). Every gradient is built from ag_* ops, so
  * create_graph records the backward pass itself; temporaries go to the frame. */
-#include "autograd/autograd.h"
+#include "autograd/formulas.h"
 
-#define G (c->go[0])
-#define ARGI(k) (c->args->i[k])
 
 /* ---- small differentiable helpers (results registered with F) ---- */
 

@@ -2,10 +2,8 @@
  * ops.def (derivatives.yaml's mm, bmm, addmm, ... and the conv/pool backward
  * ops). Every gradient is built from ag_* ops, so create_graph works; broadcast
  * gradients are summed to the input's shape by the engine. */
-#include "autograd/autograd.h"
+#include "autograd/formulas.h"
 
-#define G (c->go[0])
-#define IN(k) (c->in[k])
 
 /* ---- small differentiable helpers (results go to the formula's frame) ---- */
 static TensorImpl *bin(int op, TensorImpl *a, TensorImpl *b) { return F(ag_binary(op, a, b)); }
@@ -168,7 +166,6 @@ static TensorImpl *conv_call(int op, OpArgs a) {
         if (!a.t[k]) return NULL;
     return F(ag_call1(op, &a));
 }
-#define META(k) (&c->node->in_meta[k])
 
 /* convolution(x, w, b): x: conv_backward_input(g, w), w: conv_backward_weight(x, g),
  * b: g summed over every dim but the channels */

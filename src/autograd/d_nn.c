@@ -14,21 +14,10 @@
  * Limitations: weights (and pos_weight) are not differentiable, as in PyTorch
  * ("the derivative for 'weight' is not implemented"); for class-probability
  * targets the mixed second derivative input/target is not recorded. */
-#include "autograd/autograd.h"
+#include "autograd/formulas.h"
 #include "ops/nn.h"
 #include <math.h>
 
-#define G (c->go[0])
-#define MUL(a, b) F(ag_binary(OP_mul, a, b))
-#define DIV(a, b) F(ag_binary(OP_div, a, b))
-#define ADD(a, b) F(ag_binary(OP_add, a, b))
-#define SUB(a, b) F(ag_binary(OP_sub, a, b))
-#define NEG(a) F(ag_unary(OP_neg, a))
-#define MULS(a, s) F(ag_binary_scalar(OP_mul, a, s))
-#define DIVS(a, s) F(ag_binary_scalar(OP_div, a, s))
-#define ADDS(a, s) F(ag_binary_scalar(OP_add, a, s))
-#define CMPS(op, a, s) F(ag_binary_scalar(OP_##op, a, s))
-#define UN(op, a) F(ag_unary(OP_##op, a))
 
 static int weight_not_differentiable(const BackwardCtx *c, int from) {
     for (int k = from; k < c->node->num_next; k++)

@@ -3,29 +3,11 @@
  * create_graph records them; the few exact zero-handling paths (prod and
  * cumprod with zeros in the input, the one-hot mask of max/min along a dim)
  * compute constants that are not differentiated again. */
-#include "autograd/autograd.h"
+#include "autograd/formulas.h"
 #include <math.h>
 #include <stdlib.h>
 
-#define G (c->go[0])
-#define SELF (c->in[0])
-#define RESULT (c->out[0])
-#define MUL(a, b) F(ag_binary(OP_mul, a, b))
-#define DIV(a, b) F(ag_binary(OP_div, a, b))
-#define ADD(a, b) F(ag_binary(OP_add, a, b))
-#define SUB(a, b) F(ag_binary(OP_sub, a, b))
-#define MULS(a, s) F(ag_binary_scalar(OP_mul, a, s))
-#define DIVS(a, s) F(ag_binary_scalar(OP_div, a, s))
-#define POWS(a, s) F(ag_binary_scalar(OP_pow, a, s))
-#define EQ(a, b) F(ag_binary(OP_eq, a, b))
-#define EQS(a, s) F(ag_binary_scalar(OP_eq, a, s))
-#define NES(a, s) F(ag_binary_scalar(OP_ne, a, s))
-#define EXP(a) F(ag_unary(OP_exp, a))
-#define ABS(a) F(ag_unary(OP_abs, a))
-#define SGN(a) F(ag_unary(OP_sign, a))
-#define ISNAN(a) F(ag_unary(OP_isnan, a))
 
-#define RET(x) return (gi[0] = c10_retain(x)) ? 0 : -1
 
 /* ---- shapes ---- */
 

@@ -5,46 +5,8 @@
  * differentiable op (an ag_* call), so with create_graph the backward pass is
  * itself recorded and can be differentiated again. Temporaries go to the
  * formula's frame (F), which the engine clears after the formula ran. */
-#include "autograd/autograd.h"
+#include "autograd/formulas.h"
 #include <math.h>
-
-/* ---- the vocabulary ---- */
-#define G (c->go[0])
-#define SELF (c->in[0])
-#define OTHER (c->in[1])
-#define RESULT (c->out[0])
-#define S0 (c->args->s[0])
-#define S1 (c->args->s[1])
-#define UN(op, a) F(ag_unary(OP_##op, a))
-#define BIN(op, a, b) F(ag_binary(OP_##op, a, b))
-#define BINS(op, a, s) F(ag_binary_scalar(OP_##op, a, s))
-#define MUL(a, b) BIN(mul, a, b)
-#define DIV(a, b) BIN(div, a, b)
-#define ADD(a, b) BIN(add, a, b)
-#define SUB(a, b) BIN(sub, a, b)
-#define NEG(a) UN(neg, a)
-#define MULS(a, s) ((s) == 1 ? (a) : BINS(mul, a, s)) /* add's alpha is usually 1 */
-#define ADDS(a, s) BINS(add, a, s)
-#define RSUBS(a, s) ADDS(NEG(a), s) /* s - a */
-#define POW(a, b) BIN(pow, a, b)
-#define POWS(a, s) BINS(pow, a, s)
-#define COS(a) UN(cos, a)
-#define SIN(a) UN(sin, a)
-#define COSH(a) UN(cosh, a)
-#define SINH(a) UN(sinh, a)
-#define EXP(a) UN(exp, a)
-#define LOG(a) UN(log, a)
-#define SQRT(a) UN(sqrt, a)
-#define TANH(a) UN(tanh, a)
-#define ERF(a) UN(erf, a)
-#define SIGMOID(a) UN(sigmoid, a)
-#define SGN(a) UN(sign, a)
-#define ISFINITE(a) UN(isfinite, a)
-#define DIVFLOOR(a, b) BIN(div_floor, a, b)
-#define DIVTRUNC(a, b) BIN(div_trunc, a, b)
-#define GTS(a, s) BINS(gt, a, s)
-/* A zero gradient shaped like g (the output), summed down to each input later. */
-#define ZEROS(g) F(c10_full((g)->sizes, (g)->ndim, 0, (g)->dtype, (g)->device))
 
 /* where(cond, a, 0): zero where cond is false, even where a is NaN or inf. */
 static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) {

@@ -580,6 +580,11 @@ def test_inplace_errors():
     err, _ = fails(lambda: x.clone().add_(y))
     assert "output with shape [3] doesn't match the broadcast shape [2, 3]" in err
     expect_error(L.ct_add_(c(x), c(y)), err, "add_([3], [2,3])", problems, exact=True)
+    # the shape is checked before the dtype
+    err, _ = fails(lambda: a64.clone().add_(y))
+    expect_error(L.ct_add_(c(a64), c(y)), err, "add_(long [3], float [2,3])", problems, exact=True)
+    err, _ = fails(lambda: a64.clone().bitwise_and_(y))
+    expect_error(L.ct_bitwise_and_(c(a64), c(y)), err, "bitwise_and_(long [3], float [2,3])", problems, exact=True)
     err, _ = fails(lambda: x.clone().mul_(torch.ones(4)))
     expect_error(L.ct_mul_(c(x), c(torch.ones(4))), err, "mul_([3], [4])", problems, exact=True)
     err, _ = fails(lambda: torch.ones(3) + torch.ones(4))
@@ -985,3 +990,37 @@ def test_grad_fn_names():
         if (got.decode() if got else None) != want:
             problems.append(f"{name}: {got} vs {want}")
     report(problems)
+
+
+@pytest.mark.parametrize("name", ["abs", "relu", "sign", "sqrt", "pow0", "pow_base0", "maximum", "minimum",
+                                  "remainder", "fmod", "atan2", "nan_to_num", "round", "frac"])
+def test_gradients_at_special_points(name):
+    """Gradients where the function has a kink or a singularity: torch's conventions."""
+    x = torch.tensor([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 0.5, -0.5], dtype=torch.float64)
+    y = torch.tensor([0.0, 1.0, 1.0, -1.0, 2.5, 2.0, -0.5, 3.0], dtype=torch.float64)
+    tfs = {"pow0": lambda a, b: torch.pow(a, 0.0), "pow_base0": lambda a, b: torch.pow(a.abs(), b)}
+    cfs = {"pow0": lambda h: L.ct_pow_scalar(h[0], 0.0),
+           "pow_base0": lambda h: L.ct_pow(L.ct_abs(h[0]), h[1])}
+    binary = name in GRAD_BINARY or name == "pow_base0"
+    if name in TORCH_UNARY:
+        tf, cf = (lambda a, b: TORCH_UNARY[name](a)), (lambda h: getattr(L, "ct_" + name)(h[0]))
+    elif name == "nan_to_num":
+        x[2:5] = torch.tensor([math.nan, math.inf, -math.inf], dtype=torch.float64)
+        tf, cf = (lambda a, b: torch.nan_to_num(a)), (lambda h: L.ct_nan_to_num(h[0], math.nan, math.nan, math.nan))
+    elif name in tfs:
+        tf, cf = tfs[name], cfs[name]
+    else:
+        tf, cf = TORCH_BINARY[name], (lambda h: getattr(L, "ct_" + name)(h[0], h[1]))
+    at, bt = x.clone().requires_grad_(True), y.clone().requires_grad_(True)
+    yt = tf(at, bt)
+    gout = torch.linspace(-1, 1, yt.numel(), dtype=torch.float64).view(yt.shape)
+    yt.backward(gout)
+    res, grads = ct_grad_of(cf, [x, y], gout)
+    ct.assert_close(res, yt, rtol=1e-12, atol=1e-12, what=f"{name} forward: ")
+    wants = [at.grad, bt.grad]
+    for k in range(2 if binary else 1):
+        if wants[k] is None:
+            assert not grads[k] or bool(torch.all(ct.to_torch(grads[k]) == 0)), f"{name}: input {k} has a gradient"
+            continue
+        assert grads[k], f"{name}: input {k} has no gradient ({ct.last_error()})"
+        ct.assert_close(grads[k], wants[k], rtol=1e-10, atol=1e-12, what=f"{name} grad {k}: ")

@@ -196,14 +196,26 @@ static bool can_cast(ct_dtype from, ct_dtype to) {
     return true;
 }
 
+/* The inputs broadcast to dst's shape (else ew_run reports it, before any dtype
+ * error: torch checks shapes first). */
+static bool fits_dst(const TensorImpl *dst, TensorImpl *const *in, int nin) {
+    int64_t shape[CT_MAX_DIMS];
+    int nd = dst->ndim;
+    memcpy(shape, dst->sizes, sizeof(int64_t) * (size_t)nd);
+    for (int k = 0; k < nin && nd >= 0; k++) nd = c10_broadcast_shape(shape, nd, in[k]->sizes, in[k]->ndim, shape);
+    if (nd != dst->ndim) return false;
+    return memcmp(shape, dst->sizes, sizeof(int64_t) * (size_t)nd) == 0;
+}
+
 static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype result, ct_dtype compute,
                ct_dtype out_compute, ew_kernel k) {
     const char *name = op_info[op].name;
     TensorImpl *o = a->dst;
-    if (o && !can_cast(result, o->dtype)) /* before the dtype check, as TensorIterator */
+    bool fits = !o || fits_dst(o, a->t, nin);
+    if (fits && o && !can_cast(result, o->dtype)) /* before the dtype check, as TensorIterator */
         return c10_error_int("%s: result type %s can't be cast to the desired output type %s", name,
                              c10_dtype_cname(result), c10_dtype_cname(o->dtype));
-    if (!k)
+    if (fits && !k)
         return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
     ElementwiseSpec spec = {name, nin, compute, out_compute, result};
     atomic_store_explicit(&int_fault, 0, memory_order_relaxed);
