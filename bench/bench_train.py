@@ -14,7 +14,7 @@ its own process (so that peak RSS is the workload's own):
 Medians of per-step times after warm-up; ratio = ctorch's best thread setting over
 PyTorch's best. OpenBLAS 0.3.21 does not recognise some recent x86 CPUs and falls
 back to its generic "Prescott" kernels; --coretype auto (the default) sets
-OPENBLAS_CORETYPE for the ctorch processes from /proc/cpuinfo (SkylakeX with
+OPENBLAS_CORETYPE for the ctorch and the torch processes from /proc/cpuinfo (SkylakeX with
 AVX-512, Haswell with AVX2), --coretype none leaves OpenBLAS alone.
 """
 import argparse
@@ -92,7 +92,8 @@ def main():
     for w, steps in [("w9", args.steps), ("w10", max(10, args.steps // 3))]:
         for t in (1, 2):
             res[("ctorch", w, t)] = run([exe, w, str(t), str(steps)], env)
-            res[("torch", w, t)] = run([sys.executable, __file__, "--torch-worker", w, str(t), str(steps)])
+            # the same OpenBLAS kernels for both: torch's matmuls go through OpenBLAS too
+            res[("torch", w, t)] = run([sys.executable, __file__, "--torch-worker", w, str(t), str(steps)], env)
     import torch
     print(f"ctorch ({blas}) vs torch {torch.__version__}; median ms per step, "
           f"{args.steps} steps (W10: {max(10, args.steps // 3)}); {os.cpu_count()} CPUs, "

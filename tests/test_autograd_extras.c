@@ -137,30 +137,8 @@ static int checked_rows;
  * issue 4): "check op (case)" prefixes. They print as KNOWN instead of failing;
  * one that passes again prints a reminder to delete its line. */
 static const char *const known_bugs[] = {
-    /* derivatives.c: ZEROS(G) takes its shape from in_meta[0], so the zero
-     * gradient of `other` has self's shape: backward fails when self's shape
-     * does not sum down to other's */
-    "gradcheck div_trunc (broadcast [3, 1]", "gradgradcheck div_trunc (broadcast [3, 1]",
-    "gradcheck div_trunc (only other", "gradgradcheck div_trunc (only other",
-    "gradcheck div_floor (broadcast [3, 1]", "gradgradcheck div_floor (broadcast [3, 1]",
-    "gradcheck div_floor (only other", "gradgradcheck div_floor (only other",
-    /* ... and the double backward of remainder/fmod goes through div_floor/div_trunc */
-    "gradgradcheck remainder (broadcast [3, 1]", "gradgradcheck remainder (only other",
-    "gradgradcheck fmod (broadcast [3, 1]", "gradgradcheck fmod (only other",
-    /* variable.c: ag_call_inplace saves self's old value as a copy without
-     * history, so double backward through in-place ops reading SELF misses a term */
-    "gradgradcheck in-place (",
-    /* CopySlices' double backward: z = 1.5 x; z.narrow(1, 0, 2).mul_(2) (or mul_ by
-     * a tensor of twos); f = z * z gives numerical -16.60 vs analytical -8.30: the
-     * factor 2 is lost (mul_ by ones passes; mul_(z, 2) without the view passes) */
-    "gradgradcheck in-place on views (",
-    /* CopySlices (engine.c apply_copy_slices) when the base is not contiguous
-     * (z = 1.5 * x with x transposed): the view's geometry is applied to a
-     * contiguous clone of the base's gradient, so the gradient lands on the
-     * wrong elements (e.g. mul_scalar_(narrow(z, 1, 0, 2), 2): numerical 1.96
-     * vs analytical 3.93; add_(select(z, 0, 1), y): y's gradient 0.23 where 0) */
-    "gradcheck in-place on views of a non-contiguous base",
-    "gradgradcheck in-place on views of a non-contiguous base",
+    /* none today: the div_trunc/div_floor zero gradients, double backward through
+     * in-place ops and CopySlices on non-contiguous bases were fixed */
     NULL,
 };
 
