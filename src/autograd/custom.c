@@ -316,9 +316,3 @@ int ag_custom_apply(Node *n, TensorImpl **go, TensorImpl **gi) {
     return rc == 0 ? 0 : -1;
 }
 
-/* In-place ops on views: PyTorch's CopySlices. Not implemented yet: the view's
- * own history is rebased (its gradient flows), but the base does not see it. */
-int ag_rebase_view(TensorImpl *self, Node *node) {
-    (void)self, (void)node;
-    return 0;
-}

@@ -270,8 +270,12 @@ static TensorImpl *in_compute(const TensorImpl *t, ct_dtype cd) {
     return o;
 }
 
-/* Which samples run in parallel: all of them over threads when there are several. */
-static bool batch_parallel(const ConvGeo *g) { return g->N > 1 && nthreads() > 1; }
+/* Which samples run in parallel: all of them over threads when there are
+ * several and the work (multiply-adds) is worth waking the other threads for. */
+static bool batch_parallel(const ConvGeo *g) {
+    double macs = (double)g->N * (double)g->O * (double)(g->Ho * g->Wo) * (double)(g->Cg * g->kh * g->kw);
+    return g->N > 1 && nthreads() > 1 && macs >= 262144.0;
+}
 
 /* y[N, O, Ho, Wo] = conv(x[N, C, H, W], w[O, Cg, kh, kw]) + bias; all contiguous cd. */
 static int conv_fwd_kernel(ct_dtype cd, const char *x, const char *w, const char *bias, char *y, const ConvGeo *g) {

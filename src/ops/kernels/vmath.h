@@ -24,6 +24,7 @@ static inline int32_t vm_float_to_bits(float f) {
 static inline float vm_expf(float x) {
     const float hi = 88.7228391f, lo = -103.972084f;
     float xc = x > hi ? hi : (x < lo ? lo : x);
+    xc = xc != xc ? 0.0f : xc; /* NaN: keep the integer conversion below defined */
     /* round to nearest with the 1.5 * 2^23 trick: vectorises, unlike roundf */
     float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = xc - n * 0.693359375f;
