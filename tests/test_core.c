@@ -244,6 +244,14 @@ TEST(transposed_copies_are_exact) {
         for (int i = 0; i < 101; i++)
             for (int j = 0; j < 70; j++) bad += d[(b * 101 + i) * 70 + j] != (double)(b * 7070 + j * 101 + i);
     CHECK_EQ_INT(bad, 0);
+    /* float32 with sides divisible by 8: the register-transpose path */
+    ct_tensor *f = ct_contiguous(ct_transpose(ct_view(ct_arange(0, 2 * 96 * 64, 1, CT_FLOAT32), CT_SHAPE(2, 96, 64)), 1, 2));
+    float *fd = ct_data_ptr(f);
+    bad = 0;
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 64; i++)
+            for (int j = 0; j < 96; j++) bad += fd[(b * 64 + i) * 96 + j] != (float)(b * 6144 + j * 64 + i);
+    CHECK_EQ_INT(bad, 0);
     ct_tensor *h = ct_contiguous(ct_t(ct_to_dtype(ct_view(ct_arange(0, 64 * 65, 1, CT_INT64), CT_SHAPE(64, 65)), CT_FLOAT16)));
     CHECK_NEAR(ct_item(ct_select(ct_select(h, 0, 3), 0, 2)), 2 * 65 + 3, 0);
 }
