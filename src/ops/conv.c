@@ -575,6 +575,27 @@ static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
             const T *in = x + pl * p->H * p->W;                                                            \
             T *o = y + pl * p->Ho * p->Wo;                                                                 \
             int64_t *oi = idx + pl * p->Ho * p->Wo;                                                        \
+            if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && !p->ph && !p->pw && p->dh == 1 &&   \
+                p->dw == 1 && 2 * p->Ho <= p->H && 2 * p->Wo <= p->W) {                                    \
+                /* the common 2x2 window, stride 2: the same scan order, unrolled */                     \
+                for (int64_t oh = 0; oh < p->Ho; oh++)                                                     \
+                    for (int64_t ow = 0; ow < p->Wo; ow++) {                                               \
+                        int64_t base = 2 * oh * p->W + 2 * ow, cand[4] = {base, base + 1, base + p->W,     \
+                                                                          base + p->W + 1};                \
+                        int64_t best = base;                                                               \
+                        T m = -(T)INFINITY;                                                                \
+                        for (int k = 0; k < 4; k++) {                                                      \
+                            T v = in[cand[k]];                                                             \
+                            if (v > m || v != v) {                                                         \
+                                m = v;                                                                     \
+                                best = cand[k];                                                            \
+                            }                                                                              \
+                        }                                                                                  \
+                        o[oh * p->Wo + ow] = m;                                                            \
+                        oi[oh * p->Wo + ow] = best;                                                        \
+                    }                                                                                      \
+                continue;                                                                                  \
+            }                                                                                              \
             for (int64_t oh = 0; oh < p->Ho; oh++) {                                                       \
                 int64_t h0 = oh * p->sh - p->ph, h1 = h0 + (p->kh - 1) * p->dh + 1;                        \
                 if (h1 > p->H) h1 = p->H;                                                                  \

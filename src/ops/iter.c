@@ -244,9 +244,18 @@ static void gather(char *dst, ct_dtype dd, const char *src, int64_t stride, ct_d
     int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[dd];
     if (stride == es) {
         c10_convert(dst, dd, src, sd, n);
-    } else if (stride == 0) {
+    } else if (stride == 0) { /* a broadcast element: convert once, then fill */
         c10_convert(dst, dd, src, sd, 1);
-        for (int64_t i = 1; i < n; i++) memcpy(dst + i * ed, dst, (size_t)ed);
+        switch (ed) {
+#define REPEAT(T)                                                                        \
+    for (int64_t i = 1; i < n; i++) ((T *)dst)[i] = ((T *)dst)[0];                       \
+    break;
+        case 1: REPEAT(uint8_t)
+        case 2: REPEAT(uint16_t)
+        case 4: REPEAT(uint32_t)
+        default: REPEAT(uint64_t)
+#undef REPEAT
+        }
     } else if (dd == sd) {
         switch (es) {
 #define STRIDED(T)                                                                       \

@@ -28,10 +28,12 @@ typedef int64_t i64;
 typedef uint8_t u8;
 typedef bool b8;
 
-/* Integer division by zero and negative integer powers are errors in PyTorch;
- * kernels cannot fail, so they raise a flag that the forward checks. */
+/* Integer division by zero is an error in PyTorch; kernels cannot fail, so
+ * they raise a flag that the forward checks. (Negative integer powers are not
+ * errors for tensor exponents: torch gives 1, +-1 or 0; fwd_binary rejects a
+ * negative scalar exponent, as torch does.) */
 static atomic_int int_fault;
-enum { FAULT_ZERO_DIV = 1, FAULT_NEG_POW = 2 };
+enum { FAULT_ZERO_DIV = 1 };
 static inline int64_t fault(int kind) {
     atomic_store_explicit(&int_fault, kind, memory_order_relaxed);
     return 0;
@@ -223,7 +225,6 @@ static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype resu
     out[0] = a->dst ? c10_retain(o) : o;
     int f = atomic_load_explicit(&int_fault, memory_order_relaxed);
     if (f == FAULT_ZERO_DIV) return c10_error_int("ZeroDivisionError");
-    if (f == FAULT_NEG_POW) return c10_error_int("Integers to negative integer powers are not allowed.");
     return 1;
 }
 
