@@ -501,7 +501,6 @@ def test_binary_scalar_forms(name):
     problems = []
     g = gen(11)
     fn, fn_ = getattr(L, "ct_" + name + "_scalar"), getattr(L, "ct_" + name + "_scalar_")
-    tf = TORCH_BINARY[name]
     for dt in TDT:
         x = rand((3, 4), dt, g)
         if name == "pow" and dt not in FLOATS and dt != torch.bool:
