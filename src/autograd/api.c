@@ -91,16 +91,19 @@ static int binary_scalar_(int op, ct_tensor *x, double v, double alpha) {
 ct_tensor *ct_add_alpha(const ct_tensor *a, const ct_tensor *b, double alpha) { return binary(OP_add, a, b, alpha); }
 ct_tensor *ct_sub_alpha(const ct_tensor *a, const ct_tensor *b, double alpha) { return binary(OP_sub, a, b, alpha); }
 int ct_add_alpha_(ct_tensor *a, const ct_tensor *b, double alpha) { return binary_(OP_add, a, b, alpha); }
-/* other - self * ... : torch.rsub(self, other) = other - self */
+/* torch.rsub(self, other) = other - self */
 ct_tensor *ct_rsub_scalar(const ct_tensor *a, double b) {
-    ct_tensor *n = ct_neg(a);
-    ct_tensor *r = ct_add_scalar(n, b);
-    ct_free(n);
-    return r;
+    UNWRAP(a);
+    TensorImpl *w = ag_wrapped_scalar(b, t_[0]->dtype);
+    if (!w) return NULL;
+    OpArgs args = {.t = {w, t_[0]}, .nt = 2, .s = {1}};
+    TensorImpl *r = ag_call1(OP_sub, &args);
+    c10_release(w);
+    return c10_wrap(r);
 }
 
 static int div_mode_op(const char *mode) {
-    if (!mode || !strcmp(mode, "none") || !*mode) return OP_div;
+    if (!mode || !strcmp(mode, "none")) return OP_div;
     if (!strcmp(mode, "trunc")) return OP_div_trunc;
     if (!strcmp(mode, "floor")) return OP_div_floor;
     c10_error("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '%s'", mode);

@@ -36,7 +36,7 @@ typedef struct {
 /* ---- type promotion: PyTorch's ResultTypeState ---- */
 
 ct_dtype scalar_dtype(double v) {
-    return (v == (double)(int64_t)v && v > -9.2e18 && v < 9.2e18) ? CT_INT64 : CT_FLOAT32;
+    return (v > -9.2e18 && v < 9.2e18 && v == (double)(int64_t)v) ? CT_INT64 : CT_FLOAT32; /* NaN: float */
 }
 
 static void update(ct_dtype *slot, bool *has, ct_dtype d) {
@@ -85,10 +85,11 @@ ct_dtype ct_result_type(const ct_tensor *a, const ct_tensor *b) {
     return promote_result(&st);
 }
 
+/* A CPU 0-dim tensor (like a Python number) may join tensors of any device. */
 bool at_same_device(const char *op, const TensorImpl *a, const TensorImpl *b) {
-    if (a->device == b->device || a->is_wrapped_number || b->is_wrapped_number) return true;
-    c10_error("%s: Expected all tensors to be on the same device, but found at least two devices, %s and %s!",
-              op, a->device == CT_META ? "meta" : "cpu", b->device == CT_META ? "meta" : "cpu");
+    if (a->device == b->device || (a->ndim == 0 && a->device == CT_CPU) || (b->ndim == 0 && b->device == CT_CPU))
+        return true;
+    c10_error("%s: Expected all tensors to be on the same device, but found at least two devices, meta and cpu!", op);
     return false;
 }
 
@@ -106,41 +107,57 @@ static bool partial_overlap(const TensorImpl *out, const TensorImpl *in) {
 
 /* ---- output allocation in the inputs' layout ---- */
 
-/* The permutation that sorts t's dims by decreasing stride (outermost first), or
- * false when t is contiguous, does not have the full shape, or is ambiguous. */
-static bool layout_of(const TensorImpl *t, const int64_t *shape, int ndim, int *perm) {
-    if (t->ndim != ndim || t->is_contiguous || ndim < 2) return false;
-    for (int i = 0; i < ndim; i++)
-        if (t->sizes[i] != shape[i]) return false;
-    for (int i = 0; i < ndim; i++) perm[i] = i;
-    /* insertion sort, stable: a dim moves outward only when its stride is larger */
-    for (int i = 1; i < ndim; i++) {
-        int d = perm[i], j = i;
-        while (j > 0 && t->strides[perm[j - 1]] < t->strides[d] && t->sizes[d] != 1 &&
-               t->sizes[perm[j - 1]] != 1)
-            perm[j] = perm[j - 1], j--;
-        perm[j] = d;
+/* PyTorch's TensorIterator::reorder_dimensions: should dim d0 go inside (be
+ * more inner than) dim d1? Ask each input in turn: a broadcast dim (stride 0)
+ * says nothing, a smaller stride is more inner, equal strides put the smaller
+ * size inside. 1: swap, -1: keep, 0: no input knows. */
+static int should_swap(int64_t (*st)[CT_MAX_DIMS], int nin, const int64_t *shape, int d0, int d1) {
+    for (int k = 0; k < nin; k++) {
+        int64_t s0 = st[k][d0], s1 = st[k][d1];
+        if (s0 == 0 || s1 == 0) continue;
+        if (s0 < s1) return -1;
+        if (s0 > s1) return 1;
+        if (shape[d0] > shape[d1]) return 1;
     }
-    return true;
+    return 0;
 }
 
+/* The output of an elementwise op, laid out as PyTorch lays it out: dims in
+ * the order the inputs' strides suggest (a transposed input gives a transposed
+ * output), contiguous in that order. */
 static TensorImpl *alloc_output(TensorImpl *const *in, int nin, const int64_t *shape, int ndim, ct_dtype dtype,
                                 ct_device device) {
-    int perm[CT_MAX_DIMS];
-    for (int k = 0; k < nin; k++) {
-        if (!layout_of(in[k], shape, ndim, perm)) continue;
-        int64_t psizes[CT_MAX_DIMS], pstr[CT_MAX_DIMS], strides[CT_MAX_DIMS];
-        for (int i = 0; i < ndim; i++) psizes[i] = shape[perm[i]];
-        TensorImpl *t = c10_empty(psizes, ndim, dtype, device);
-        if (!t) return NULL;
-        memcpy(pstr, t->strides, sizeof pstr);
-        for (int i = 0; i < ndim; i++) strides[perm[i]] = pstr[i];
-        memcpy(t->sizes, shape, (size_t)ndim * sizeof *shape);
-        memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
-        c10_refresh(t);
-        return t;
-    }
-    return c10_empty(shape, ndim, dtype, device);
+    if (ndim < 2) return c10_empty(shape, ndim, dtype, device);
+    int64_t st[MAXOPS][CT_MAX_DIMS];
+    for (int k = 0; k < nin; k++)
+        for (int i = 0; i < ndim; i++) {
+            int d = i - (ndim - in[k]->ndim);
+            st[k][i] = d < 0 || (in[k]->sizes[d] == 1 && shape[i] != 1) ? 0 : in[k]->strides[d];
+        }
+    int perm[CT_MAX_DIMS]; /* perm[0] is the innermost dim */
+    for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
+    bool moved = false;
+    for (int i = 1; i < ndim; i++) /* insertion sort, as PyTorch does it */
+        for (int dim1 = i, dim0 = i - 1; dim0 >= 0; dim0--) {
+            int c = should_swap(st, nin, shape, perm[dim0], perm[dim1]);
+            if (c > 0) {
+                int t = perm[dim0];
+                perm[dim0] = perm[dim1], perm[dim1] = t, dim1 = dim0;
+                moved = true;
+            } else if (c < 0) {
+                break;
+            }
+        }
+    if (!moved) return c10_empty(shape, ndim, dtype, device);
+    int64_t psizes[CT_MAX_DIMS], strides[CT_MAX_DIMS];
+    for (int j = 0; j < ndim; j++) psizes[j] = shape[perm[ndim - 1 - j]];
+    TensorImpl *t = c10_empty(psizes, ndim, dtype, device);
+    if (!t) return NULL;
+    for (int j = 0; j < ndim; j++) strides[perm[ndim - 1 - j]] = t->strides[j];
+    memcpy(t->sizes, shape, (size_t)ndim * sizeof *shape);
+    memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+    c10_refresh(t);
+    return t;
 }
 
 /* Dense and non-overlapping: some permutation of the dims is contiguous. */
@@ -394,9 +411,9 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
         }
         ndim = n;
     }
-    ct_device device = in[0]->device;
-    for (int k = 1; k < spec->ninputs; k++)
-        if (!in[k]->is_wrapped_number) device = in[k]->device;
+    ct_device device = CT_CPU; /* meta wins: CPU scalars may join meta tensors */
+    for (int k = 0; k < spec->ninputs; k++)
+        if (in[k]->device == CT_META) device = CT_META;
     TensorImpl *o = *out;
     if (o) {
         bool same = o->ndim == ndim;
