@@ -256,6 +256,27 @@ TEST(transposed_copies_are_exact) {
     CHECK_NEAR(ct_item(ct_select(ct_select(h, 0, 3), 0, 2)), 2 * 65 + 3, 0);
 }
 
+/* Pointer arguments that are NULL where a list is due give errors, not crashes. */
+TEST(null_lists_are_errors) {
+    ct_tensor *x = ct_ones(CT_SHAPE(2, 3), CT_FLOAT32);
+    CHECK_ERR(ct_zeros(NULL, 2, CT_FLOAT32), "shape is NULL");
+    CHECK_ERR(ct_from_data(NULL, NULL, 2, CT_FLOAT32), "shape is NULL");
+    CHECK_ERR(ct_view(x, NULL, 2), "NULL");
+    CHECK_ERR(ct_reshape(x, NULL, 2), "NULL");
+    CHECK_ERR(ct_expand(x, NULL, 2), "NULL");
+    CHECK_ERR(ct_permute(x, NULL, 2), "NULL");
+    CHECK_ERR(ct_as_strided(x, NULL, NULL, 2, 0), "NULL");
+    CHECK_ERR(ct_movedim(x, NULL, NULL, 1), "NULL");
+    CHECK_ERR(ct_unflatten(x, 1, NULL, 2), "sizes must be non-empty");
+    CHECK_ERR_INT(ct_split_with_sizes(x, NULL, 2, 0, NULL), "NULL");
+    CHECK_ERR_INT(ct_split(x, 1, 0, NULL, 5), "out is NULL");
+    CHECK_ERR(ct_sum_dims(x, NULL, 1, false), "invalid dim list");
+    CHECK_ERR(ct_pad(x, NULL, 2, 0), "NULL");
+    CHECK_ERR(ct_zeros(CT_SHAPE(2), (ct_dtype)99), "invalid dtype 99");
+    CHECK_ERR(ct_view(x, (int64_t[]){6}, -1), "number of dimensions (-1)");
+    CHECK_ERR_INT(ct_copy_to_buffer(x, NULL, CT_FLOAT32), "out is NULL");
+}
+
 int main(void) {
     RUN(scope_releases_everything);
     RUN(retain_outlives_scope_and_free_releases);
@@ -274,5 +295,6 @@ int main(void) {
     RUN(meta_device_computes_shapes_and_errors);
     RUN(elementwise_values_and_layouts);
     RUN(transposed_copies_are_exact);
+    RUN(null_lists_are_errors);
     return REPORT();
 }

@@ -149,6 +149,7 @@ ct_tensor *ct_nan_to_num(const ct_tensor *a, double nan, double posinf, double n
 static ct_tensor *view_op(int op, const ct_tensor *h, const int64_t *ints, int n) {
     UNWRAP(h);
     if (n < 0 || n > OP_MAX_INTS) return c10_error("%s: too many arguments", op_info[op].name);
+    if (n > 0 && !ints) return c10_error("%s: invalid argument: the size list is NULL", op_info[op].name);
     OpArgs a = {.t = {t_[0]}, .nt = 1, .ni = n};
     if (n) memcpy(a.i, ints, sizeof(int64_t) * (size_t)n);
     return call1(op, &a);
@@ -158,6 +159,7 @@ static ct_tensor *view_op(int op, const ct_tensor *h, const int64_t *ints, int n
 ct_tensor *ct_as_strided(const ct_tensor *t, const int64_t *size, const int64_t *stride, int ndim, int64_t offset) {
     if (ndim < 0 || ndim > CT_MAX_DIMS)
         return c10_error("as_strided: number of dimensions (%d) must be in [0, %d]", ndim, CT_MAX_DIMS);
+    if (ndim > 0 && (!size || !stride)) return c10_error("as_strided: invalid argument: size or stride is NULL");
     int64_t args[2 * CT_MAX_DIMS + 2];
     memcpy(args, size, sizeof(int64_t) * (size_t)ndim);
     memcpy(args + ndim, stride, sizeof(int64_t) * (size_t)ndim);
@@ -179,6 +181,7 @@ ct_tensor *ct_view(const ct_tensor *t, const int64_t *shape, int ndim) {
 ct_tensor *ct_reshape(const ct_tensor *h, const int64_t *shape_in, int ndim) {
     TensorImpl *t = c10_unwrap(h);
     if (!t || !check_ndim("reshape", ndim)) return NULL;
+    if (ndim > 0 && !shape_in) return c10_error("reshape: invalid argument: the shape is NULL");
     int64_t shape[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     if (ndim) memcpy(shape, shape_in, sizeof(int64_t) * (size_t)ndim);
     if (c10_infer_shape("reshape", shape, ndim, t->numel) < 0) return NULL;
@@ -203,6 +206,7 @@ ct_tensor *ct_t(const ct_tensor *h) {
 }
 ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
     if (!check_ndim("permute", ndim)) return NULL;
+    if (ndim > 0 && !dims) return c10_error("permute: invalid argument: dims is NULL");
     int64_t d[CT_MAX_DIMS];
     for (int i = 0; i < ndim; i++) d[i] = dims[i];
     return view_op(OP_permute, t, d, ndim);
@@ -212,6 +216,7 @@ ct_tensor *ct_movedim(const ct_tensor *h, const int *source, const int *destinat
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
     int nd = t->ndim;
+    if (n > 0 && (!source || !destination)) return c10_error("movedim: invalid argument: source or destination is NULL");
     if (n < 0 || n > nd)
         return c10_error("movedim: Invalid source or destination dims: source (%d dims) should contain the same "
                          "number of dims as destination (%d dims)", n, n);
@@ -282,7 +287,7 @@ ct_tensor *ct_unflatten(const ct_tensor *h, int dim, const int64_t *sizes, int n
     if (!t) return NULL;
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return NULL;
-    if (n <= 0) return c10_error("unflatten: sizes must be non-empty");
+    if (n <= 0 || !sizes) return c10_error("unflatten: sizes must be non-empty");
     if (t->ndim - 1 + n > CT_MAX_DIMS) return c10_error("unflatten: too many dimensions");
     int64_t shape[CT_MAX_DIMS], part[CT_MAX_DIMS];
     memcpy(part, sizes, sizeof(int64_t) * (size_t)n);
@@ -315,6 +320,7 @@ static int split_sizes(const ct_tensor *h, const int64_t *sizes, int n, int dim,
     int raw = dim;
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
+    if (n < 0 || (n > 0 && (!sizes || !out))) return c10_error_int("split: invalid argument: sizes or out is NULL");
     if (t->ndim == 0) return c10_error_int("split: a 0-dim tensor cannot be split");
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return -1;
@@ -345,6 +351,7 @@ int ct_split_with_sizes(const ct_tensor *t, const int64_t *sizes, int n, int dim
 int ct_split(const ct_tensor *h, int64_t split_size, int dim, ct_tensor **out, int cap) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
+    if (!out) return c10_error_int("invalid argument: out is NULL");
     if (t->ndim == 0) return c10_error_int("split: a 0-dim tensor cannot be split");
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return -1;
@@ -364,6 +371,7 @@ int ct_split(const ct_tensor *h, int64_t split_size, int dim, ct_tensor **out, i
 int ct_chunk(const ct_tensor *h, int chunks, int dim, ct_tensor **out, int cap) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
+    if (!out) return c10_error_int("invalid argument: out is NULL");
     if (t->ndim == 0) return c10_error_int("chunk expects at least a 1-dimensional tensor");
     if (chunks <= 0) return c10_error_int("chunk expects `chunks` to be greater than 0, got: %d", chunks);
     int d = c10_wrap_dim(dim, t->ndim);
@@ -381,6 +389,7 @@ int ct_chunk(const ct_tensor *h, int chunks, int dim, ct_tensor **out, int cap) 
 int ct_unbind(const ct_tensor *h, int dim, ct_tensor **out, int cap) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
+    if (!out) return c10_error_int("invalid argument: out is NULL");
     if (t->ndim == 0) return c10_error_int("Dimension specified as 0 but tensor has no dimensions");
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return -1;

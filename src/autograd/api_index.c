@@ -299,7 +299,12 @@ ct_tensor *ct_take(const ct_tensor *h, const ct_tensor *index) {
 
 /* ------------------------------------------------ flip ... pad */
 
-static bool check_count(const char *op, int n, int max) {
+/* n values at p: a count in range and, when there are any, a list. */
+static bool check_count(const char *op, const void *p, int n, int max) {
+    if (n > 0 && !p) {
+        c10_error("%s: invalid argument: the list of %d values is NULL", op, n);
+        return false;
+    }
     if (n >= 0 && n <= max) return true;
     c10_error("%s: expected at most %d values, got %d", op, max, n);
     return false;
@@ -307,7 +312,7 @@ static bool check_count(const char *op, int n, int max) {
 
 ct_tensor *ct_flip(const ct_tensor *h, const int *dims, int ndims) {
     U(h, t);
-    if (!check_count("flip", ndims, CT_MAX_DIMS)) return NULL;
+    if (!check_count("flip", dims, ndims, CT_MAX_DIMS)) return NULL;
     OpArgs a = {.t = {t}, .nt = 1, .ni = ndims};
     for (int k = 0; k < ndims; k++) a.i[k] = dims[k];
     return call1(OP_flip, &a);
@@ -315,7 +320,7 @@ ct_tensor *ct_flip(const ct_tensor *h, const int *dims, int ndims) {
 
 ct_tensor *ct_roll(const ct_tensor *h, const int64_t *shifts, int nshifts, const int *dims, int ndims) {
     U(h, t);
-    if (!check_count("roll", nshifts, CT_MAX_DIMS) || !check_count("roll", ndims, CT_MAX_DIMS)) return NULL;
+    if (!check_count("roll", shifts, nshifts, CT_MAX_DIMS) || !check_count("roll", dims, ndims, CT_MAX_DIMS)) return NULL;
     if (nshifts == 0) return c10_error("roll: `shifts` required");
     OpArgs a = {.t = {t}, .nt = 1, .ni = nshifts + ndims + 1};
     for (int k = 0; k < nshifts; k++) a.i[k] = shifts[k];
@@ -326,7 +331,7 @@ ct_tensor *ct_roll(const ct_tensor *h, const int64_t *shifts, int nshifts, const
 
 ct_tensor *ct_repeat(const ct_tensor *h, const int64_t *repeats, int n) {
     U(h, t);
-    if (!check_count("repeat", n, CT_MAX_DIMS)) return NULL;
+    if (!check_count("repeat", repeats, n, CT_MAX_DIMS)) return NULL;
     OpArgs a = {.t = {t}, .nt = 1, .ni = n};
     if (n) memcpy(a.i, repeats, sizeof(int64_t) * (size_t)n);
     return call1(OP_repeat, &a);
@@ -334,7 +339,7 @@ ct_tensor *ct_repeat(const ct_tensor *h, const int64_t *repeats, int n) {
 
 ct_tensor *ct_tile(const ct_tensor *h, const int64_t *reps, int n) {
     U(h, t);
-    if (!check_count("tile", n, CT_MAX_DIMS)) return NULL;
+    if (!check_count("tile", reps, n, CT_MAX_DIMS)) return NULL;
     int m = n > t->ndim ? n : t->ndim, lead = m - n;
     OpArgs a = {.t = {t}, .nt = 1, .ni = m};
     for (int k = 0; k < m; k++) a.i[k] = k < lead ? 1 : reps[k - lead];
@@ -355,7 +360,7 @@ ct_tensor *ct_triu(const ct_tensor *h, int64_t diagonal) {
 
 ct_tensor *ct_pad(const ct_tensor *h, const int64_t *pad, int npad, double value) {
     U(h, t);
-    if (!check_count("pad", npad, 2 * CT_MAX_DIMS)) return NULL;
+    if (!check_count("pad", pad, npad, 2 * CT_MAX_DIMS)) return NULL;
     OpArgs a = {.t = {t}, .nt = 1, .ni = npad, .s = {value}};
     if (npad) memcpy(a.i, pad, sizeof(int64_t) * (size_t)npad);
     return call1(OP_pad, &a);

@@ -79,6 +79,7 @@ TensorImpl *c10_make(StorageImpl *s, const int64_t *sizes, const int64_t *stride
 static int64_t checked_numel(const int64_t *sizes, int ndim, ct_dtype dtype) {
     if (ndim < 0 || ndim > CT_MAX_DIMS)
         return c10_error_int("number of dimensions (%d) must be in [0, %d]", ndim, CT_MAX_DIMS);
+    if (ndim > 0 && !sizes) return c10_error_int("invalid argument: the shape is NULL with %d dimensions", ndim);
     int64_t n = 1;
     bool overflow = false;
     for (int i = 0; i < ndim; i++) {
