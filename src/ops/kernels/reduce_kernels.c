@@ -4,6 +4,7 @@
  * order: results do not depend on where a run starts). Float sums accumulate
  * in double. */
 #include "ops/kernels/reduce_kernels.h"
+#include "ops/kernels/vmath.h"
 #include <math.h>
 #include <string.h>
 
@@ -15,33 +16,9 @@
 #define OMP_FOR_NT
 #endif
 
-/* exp for float, branch-free so that loops calling it vectorise (Cephes'
- * polynomial, ~1 ulp on the range; results below exp(-87) flush to 0). */
-static inline float vexpf(float x) {
-    float xc = x < -87.0f ? -87.0f : x > 88.72f ? 88.72f : x;
-    xc = xc != xc ? 0.0f : xc; /* NaN: any finite value, replaced below */
-    float n = floorf(xc * 1.44269504088896341f + 0.5f);
-    float r = xc - n * 0.693359375f;
-    r = r - n * -2.12194440e-4f;
-    float r2 = r * r;
-    float y = 1.9875691500E-4f;
-    y = y * r + 1.3981999507E-3f;
-    y = y * r + 8.3334519073E-3f;
-    y = y * r + 4.1665795894E-2f;
-    y = y * r + 1.6666665459E-1f;
-    y = y * r + 5.0000001201E-1f;
-    y = y * r2 + r + 1.0f;
-    uint32_t e = (uint32_t)((int32_t)n + 126) << 23;
-    float sc;
-    memcpy(&sc, &e, sizeof sc);
-    float res = y * sc * 2.0f;
-    res = x > 88.7228f ? INFINITY : res;
-    res = x < -87.0f ? 0.0f : res;
-    return x != x ? x : res;
-}
-static inline double vexp(double x) { return exp(x); }
-#define EXP_float vexpf
-#define EXP_double vexp
+/* exp for float: vmath.h's branch-free Cephes version, so that loops vectorise */
+#define EXP_float vm_expf
+#define EXP_double vm_exp_d
 
 /* ---------------------------------------------------------------- floats */
 
