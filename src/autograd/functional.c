@@ -141,6 +141,29 @@ static int run(ct_fn f, void *ctx, const ct_tensor *x, ct_tensor **y, const char
     return 0;
 }
 
+/* jvp's and hvp's v: absent only for a one-element input, else x's shape. */
+static int check_v(const TensorImpl *xt, const TensorImpl *vt) {
+    if (!vt && xt->numel != 1)
+        return c10_error_int("The vector v can only be None if the input to the user-provided function is a single "
+                             "Tensor with a single element.");
+    if (vt && !same_shape(vt, xt))
+        return c10_error_int("v has invalid size: should be torch.Size(%s) but got torch.Size(%s).",
+                             c10_shape_str(xt->sizes, xt->ndim), c10_shape_str(vt->sizes, vt->ndim));
+    return 0;
+}
+
+/* Hands out the (detached) output and result, or releases them on failure. */
+static int finish(int rc, TensorImpl *out, TensorImpl *res, ct_tensor **output, ct_tensor **result) {
+    if (rc < 0) {
+        c10_release(out);
+        c10_release(res);
+        return -1;
+    }
+    *output = c10_wrap(out);
+    *result = c10_wrap(res);
+    return 0;
+}
+
 int ct_vjp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **vjp) {
     if (!f || !output || !vjp) return c10_error_int("vjp: the function and the result pointers must not be NULL");
     *output = *vjp = NULL;
@@ -171,14 +194,7 @@ int ct_vjp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     }
     ct_scope_end();
     ag_set_grad_enabled(prev);
-    if (rc < 0) {
-        c10_release(out);
-        c10_release(res);
-        return -1;
-    }
-    *output = c10_wrap(out);
-    *vjp = c10_wrap(res);
-    return 0;
+    return finish(rc, out, res, output, vjp);
 }
 
 int ct_jvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **jvp) {
@@ -186,12 +202,7 @@ int ct_jvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     *output = *jvp = NULL;
     TensorImpl *xt = c10_unwrap(input), *vt = NULL;
     if (!xt || (v && !(vt = c10_unwrap(v)))) return -1;
-    if (!v && xt->numel != 1)
-        return c10_error_int("The vector v can only be None if the input to the user-provided function is a single "
-                             "Tensor with a single element.");
-    if (v && !same_shape(vt, xt))
-        return c10_error_int("v has invalid size: should be torch.Size(%s) but got torch.Size(%s).",
-                             c10_shape_str(xt->sizes, xt->ndim), c10_shape_str(vt->sizes, vt->ndim));
+    if (check_v(xt, vt) < 0) return -1;
     bool prev = ag_set_grad_enabled(true);
     ct_scope_begin();
     TensorImpl *out = NULL, *res = NULL;
@@ -217,14 +228,7 @@ int ct_jvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     if (rc == 0 && !(out = c10_alias(yt))) rc = -1;
     ct_scope_end();
     ag_set_grad_enabled(prev);
-    if (rc < 0) {
-        c10_release(out);
-        c10_release(res);
-        return -1;
-    }
-    *output = c10_wrap(out);
-    *jvp = c10_wrap(res);
-    return 0;
+    return finish(rc, out, res, output, jvp);
 }
 
 int ct_hvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **hvp) {
@@ -232,12 +236,7 @@ int ct_hvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     *output = *hvp = NULL;
     TensorImpl *xt = c10_unwrap(input), *vt = NULL;
     if (!xt || (v && !(vt = c10_unwrap(v)))) return -1;
-    if (!v && xt->numel != 1)
-        return c10_error_int("The vector v can only be None if the input to the user-provided function is a single "
-                             "Tensor with a single element.");
-    if (v && !same_shape(vt, xt))
-        return c10_error_int("v has invalid size: should be torch.Size(%s) but got torch.Size(%s).",
-                             c10_shape_str(xt->sizes, xt->ndim), c10_shape_str(vt->sizes, vt->ndim));
+    if (check_v(xt, vt) < 0) return -1;
     bool prev = ag_set_grad_enabled(true);
     ct_scope_begin();
     TensorImpl *out = NULL, *res = NULL;
@@ -262,12 +261,5 @@ int ct_hvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     if (rc == 0 && !(out = c10_alias(yt))) rc = -1;
     ct_scope_end();
     ag_set_grad_enabled(prev);
-    if (rc < 0) {
-        c10_release(out);
-        c10_release(res);
-        return -1;
-    }
-    *output = c10_wrap(out);
-    *hvp = c10_wrap(res);
-    return 0;
+    return finish(rc, out, res, output, hvp);
 }
