@@ -140,7 +140,28 @@ ct_tensor *ct_randperm(int64_t n, ct_dtype dtype) {
     return h;
 }
 
-/* In-place random fills write into any layout through a contiguous temporary. */
+/* t's dims ordered as they lie in memory (outermost first), as PyTorch's
+ * TensorIterator walks them; a view that is contiguous when t is dense. */
+static TensorImpl *in_memory_order(const TensorImpl *t) {
+    int64_t perm[CT_MAX_DIMS];
+    for (int i = 0; i < t->ndim; i++) perm[i] = i;
+    for (int i = 1; i < t->ndim; i++) { /* stable: size-1 dims outermost, then larger strides first */
+        int64_t d = perm[i];
+        int j = i;
+        while (j > 0) {
+            int64_t p = perm[j - 1];
+            bool before = t->sizes[p] != 1 && (t->sizes[d] == 1 || t->strides[p] < t->strides[d]);
+            if (!before) break;
+            perm[j] = p, j--;
+        }
+        perm[j] = d;
+    }
+    return c10_permute(t, perm, t->ndim);
+}
+
+/* In-place random fills draw numbers in memory order, as PyTorch does: a dense
+ * tensor in any layout is filled through its memory-order view; others go
+ * through a contiguous temporary. */
 static int random_inplace(ct_tensor *h, int kind, double a, double b) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
@@ -148,12 +169,18 @@ static int random_inplace(ct_tensor *h, int kind, double a, double b) {
         return c10_error_int("\"%s\" not implemented for '%s'", kind ? "normal_kernel_cpu" : "check_uniform_bounds",
                              c10_dtype_cname(t->dtype));
     if (t->device == CT_META) return 0;
-    TensorImpl *tmp = t->is_contiguous ? c10_retain(t) : c10_empty_like(t);
+    TensorImpl *tmp = t->is_contiguous ? c10_retain(t) : NULL;
+    if (!tmp && kind != 1) { /* PyTorch's normal_ of a non-contiguous tensor takes another path */
+        TensorImpl *m = in_memory_order(t);
+        if (m && m->is_contiguous) tmp = m;
+        else c10_release(m);
+    }
+    if (!tmp) tmp = c10_empty_like(t);
     if (!tmp) return -1;
     if (kind == 0) c10_uniform_fill(tmp, a, b);
     else if (kind == 1) c10_normal_fill(tmp, a, b);
     else c10_bernoulli_fill(tmp, a);
-    if (tmp != t) c10_copy_strided(t, tmp);
+    if (tmp->storage != t->storage) c10_copy_strided(t, tmp);
     c10_release(tmp);
     c10_bump_version(t);
     return 0;

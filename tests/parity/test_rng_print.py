@@ -284,3 +284,21 @@ def test_repr_random_tensors():
 def test_repr_meta(shape, dtype):
     h = ct.check(lib.ct_empty_on(i64(shape), len(shape), ctd(dtype), ct.CT_META))
     assert ct.repr_of(h) == repr(torch.empty(shape, dtype=dtype, device="meta"))
+
+
+@pytest.mark.parametrize("shape,perm", [((4, 5), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((3, 1, 4), (2, 1, 0))])
+@pytest.mark.parametrize("kind", ["uniform", "bernoulli"])
+def test_inplace_fill_in_memory_order(shape, perm, kind):
+    """uniform_/bernoulli_ on a permuted (dense, non-contiguous) tensor draw the
+    numbers in memory order, as torch does."""
+    torch.manual_seed(3)
+    t = torch.empty(*shape).permute(*perm)
+    if kind == "uniform":
+        t.uniform_(-1, 2)
+    else:
+        t.bernoulli_(0.3)
+    ours = ct.from_torch(torch.empty(*shape).permute(*perm))
+    ct.lib.ct_manual_seed(3)
+    rc = ct.lib.ct_uniform_(ours, -1.0, 2.0) if kind == "uniform" else ct.lib.ct_bernoulli_(ours, 0.3)
+    assert rc == 0
+    assert torch.equal(ct.to_torch(ours), t)
