@@ -285,7 +285,8 @@ static int conv_fwd_kernel(ct_dtype cd, const char *x, const char *w, const char
     int fail = 0;
 OMP(omp parallel if (par) reduction(| : fail))
     {
-        char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
+        size_t colsz = (size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es; /* cached blocks: no page faults */
+        char *col = pw ? NULL : c10_alloc(colsz);
         if (!pw && !col) fail = 1;
         else {
 OMP(omp for schedule(static))
@@ -309,7 +310,7 @@ OMP(omp for schedule(static))
                 }
             }
         }
-        free(col);
+        if (col) c10_dealloc(col, colsz);
     }
     return fail ? c10_error_int("out of memory") : 0;
 }
@@ -323,7 +324,8 @@ static int conv_bwd_input_kernel(ct_dtype cd, const char *gy, const char *w, cha
     memset(gx, 0, (size_t)(g->N * g->C * g->H * g->W * es));
 OMP(omp parallel if (par) reduction(| : fail))
     {
-        char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
+        size_t colsz = (size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es; /* cached blocks: no page faults */
+        char *col = pw ? NULL : c10_alloc(colsz);
         if (!pw && !col) fail = 1;
         else {
 OMP(omp for schedule(static))
@@ -338,7 +340,7 @@ OMP(omp for schedule(static))
                 }
             }
         }
-        free(col);
+        if (col) c10_dealloc(col, colsz);
     }
     return fail ? c10_error_int("out of memory") : 0;
 }
@@ -354,7 +356,8 @@ static int conv_bwd_weight_kernel(ct_dtype cd, const char *x, const char *gy, ch
     int fail = 0;
 OMP(omp parallel num_threads(nt) if (par) reduction(| : fail))
     {
-        char *col = pw ? NULL : malloc((size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es);
+        size_t colsz = (size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es; /* cached blocks: no page faults */
+        char *col = pw ? NULL : c10_alloc(colsz);
         char *acc = part + (int64_t)thread_id() * wn * es;
         if (!pw && !col) fail = 1;
         else {
@@ -370,7 +373,7 @@ OMP(omp for schedule(static))
                 }
             }
         }
-        free(col);
+        if (col) c10_dealloc(col, colsz);
     }
     /* sum the partials in thread order */
     memcpy(gw, part, (size_t)(wn * es));
@@ -577,22 +580,22 @@ static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
             int64_t *oi = idx + pl * p->Ho * p->Wo;                                                        \
             if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && !p->ph && !p->pw && p->dh == 1 &&   \
                 p->dw == 1 && 2 * p->Ho <= p->H && 2 * p->Wo <= p->W) {                                    \
-                /* the common 2x2 window, stride 2: the same scan order, unrolled */                     \
-                for (int64_t oh = 0; oh < p->Ho; oh++)                                                     \
-                    for (int64_t ow = 0; ow < p->Wo; ow++) {                                               \
-                        int64_t base = 2 * oh * p->W + 2 * ow, cand[4] = {base, base + 1, base + p->W,     \
-                                                                          base + p->W + 1};                \
-                        int64_t best = base;                                                               \
-                        T m = -(T)INFINITY;                                                                \
-                        for (int k = 0; k < 4; k++) {                                                      \
-                            T v = in[cand[k]];                                                             \
-                            if (v > m || v != v) {                                                         \
-                                m = v;                                                                     \
-                                best = cand[k];                                                            \
-                            }                                                                              \
+                /* the common 2x2 window, stride 2: the same scan order, unrolled; the geometry  \
+                 * in locals, since the stores below could alias *p */                              \
+                const int64_t W = p->W, Ho = p->Ho, Wo = p->Wo;                                            \
+                for (int64_t oh = 0; oh < Ho; oh++)                                                        \
+                    for (int64_t ow = 0; ow < Wo; ow++) {                                                  \
+                        int64_t base = 2 * oh * W + 2 * ow, best = base;                                   \
+                        T m = in[base]; /* then the same rule branch-free: larger, or NaN, wins */        \
+                        const int64_t off[3] = {1, W, W + 1};                                              \
+                        for (int k = 0; k < 3; k++) {                                                      \
+                            T v = in[base + off[k]];                                                       \
+                            bool take = v > m || v != v;                                                   \
+                            m = take ? v : m;                                                              \
+                            best = take ? base + off[k] : best;                                            \
                         }                                                                                  \
-                        o[oh * p->Wo + ow] = m;                                                            \
-                        oi[oh * p->Wo + ow] = best;                                                        \
+                        o[oh * Wo + ow] = m;                                                               \
+                        oi[oh * Wo + ow] = best;                                                           \
                     }                                                                                      \
                 continue;                                                                                  \
             }                                                                                              \
