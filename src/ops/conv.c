@@ -23,12 +23,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-/* OpenMP pragmas that vanish in builds without OpenMP */
-#ifdef _OPENMP
-#define OMP(...) _Pragma(#__VA_ARGS__)
-#else
-#define OMP(...)
-#endif
 
 /* from linalg.c */
 CT_INTERNAL int la_prefix_error(const char *op);

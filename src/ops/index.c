@@ -20,13 +20,6 @@
 
 #define GRAIN 32768
 
-/* OpenMP pragmas that vanish in builds without OpenMP */
-#ifdef _OPENMP
-#define OMP(x) _Pragma(#x)
-#else
-#define OMP(x)
-#endif
-
 /* ------------------------------------------------------------------ helpers */
 
 #define ELSIZE_SWITCH(es, ...)                                                   \

@@ -21,12 +21,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-/* OpenMP pragmas that vanish in builds without OpenMP */
-#ifdef _OPENMP
-#define OMP(...) _Pragma(#__VA_ARGS__)
-#else
-#define OMP(...)
-#endif
 #ifdef CT_HAVE_BLAS
 #include <cblas.h>
 #endif

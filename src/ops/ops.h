@@ -19,6 +19,13 @@
 
 #include "core/core.h"
 
+/* OpenMP pragmas that vanish in builds without OpenMP: OMP(omp parallel for ...) */
+#ifdef _OPENMP
+#define OMP(...) _Pragma(#__VA_ARGS__)
+#else
+#define OMP(...)
+#endif
+
 #define OP_MAX_TENSORS 6
 #define OP_MAX_INTS (2 * CT_MAX_DIMS + 8)
 #define OP_MAX_OUTS 4
