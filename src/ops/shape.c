@@ -7,95 +7,145 @@ static void copy_kernel(int64_t n, char **p, const double *s) {
     memcpy(p[0], p[1], (size_t)n * (size_t)s[0]);
 }
 
-/* t().contiguous(): copying a matrix stored column-major into row-major order
- * through the engine gathers one element per cache line; copy in square tiles
- * instead, so that both sides stay in cache. Handles any batch of transposed
- * matrices (the last two dims swapped, the rest contiguous). */
+/* t().contiguous() and other permutes: a copy into a contiguous dst from a src
+ * whose unit-stride dim k is not the last one. Through the engine it would
+ * gather one element per cache line; instead, for every index of the other
+ * dims, transpose dims k and n-1 in square tiles that stay in cache: out[i*ldo
+ * + j] = in[j*ldi + i], i along dim k (R of them), j along dim n-1 (C). Tiles
+ * go in src order (src rows stream in); inside them, 16x16 (4-byte) and 8x8
+ * (8-byte) blocks are transposed in AVX-512 registers, and large outputs are
+ * written with streaming stores (whole lines, no read for ownership). */
 #define TILE 64
-#define TRANSPOSE_LOOP(T)                                                        \
-    for (int64_t t = 0; t < ntiles; t++) {                                      \
-        int64_t b = t / (ti * tj), r = t % (ti * tj), i0 = r / tj * TILE, j0 = r % tj * TILE; \
-        const T *in = (const T *)s + b * R * C;                                 \
-        T *out = (T *)d + b * R * C;                                            \
-        int64_t i1 = i0 + TILE < R ? i0 + TILE : R, j1 = j0 + TILE < C ? j0 + TILE : C; \
-        for (int64_t i = i0; i < i1; i++)                                       \
-            for (int64_t j = j0; j < j1; j++) out[i * C + j] = in[j * R + i];   \
-    }
+#define STREAM_BYTES ((size_t)8 << 20) /* outputs from 8 MiB: streaming stores */
 
-#if defined(__AVX__)
+typedef struct {
+    int64_t R, C, ldi, ldo;
+    bool stream;
+} TrGeom;
+
+#if defined(__AVX512F__)
 #include <immintrin.h>
-/* out (8 rows of stride ldo) = the transpose of in (8 rows of stride ldi), in
- * registers: the classic unpack/shuffle/permute sequence. */
-static inline void transpose8x8(const float *in, int64_t ldi, float *out, int64_t ldo) {
-    __m256 r0 = _mm256_loadu_ps(in + 0 * ldi), r1 = _mm256_loadu_ps(in + 1 * ldi);
-    __m256 r2 = _mm256_loadu_ps(in + 2 * ldi), r3 = _mm256_loadu_ps(in + 3 * ldi);
-    __m256 r4 = _mm256_loadu_ps(in + 4 * ldi), r5 = _mm256_loadu_ps(in + 5 * ldi);
-    __m256 r6 = _mm256_loadu_ps(in + 6 * ldi), r7 = _mm256_loadu_ps(in + 7 * ldi);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(out + 0 * ldo, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(out + 1 * ldo, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(out + 2 * ldo, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(out + 3 * ldo, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(out + 4 * ldo, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(out + 5 * ldo, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(out + 6 * ldo, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(out + 7 * ldo, _mm256_permute2f128_ps(u3, u7, 0x31));
+static inline void store16(float *p, __m512 v, bool stream) {
+    if (stream) _mm512_stream_ps(p, v);
+    else _mm512_storeu_ps(p, v);
 }
+/* 16 rows of 16 floats (stride ldi) -> 16 rows of stride ldo, transposed */
+static inline void block_4(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
+    const float *in = src;
+    float *out = dst;
+    __m512 r[16], t[16];
+    for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_ps(in + k * ldi);
+    for (int k = 0; k < 16; k += 2)
+        t[k] = _mm512_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
+    for (int k = 0; k < 16; k += 4) {
+        r[k] = _mm512_shuffle_ps(t[k], t[k + 2], 0x44), r[k + 1] = _mm512_shuffle_ps(t[k], t[k + 2], 0xEE);
+        r[k + 2] = _mm512_shuffle_ps(t[k + 1], t[k + 3], 0x44), r[k + 3] = _mm512_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+    }
+    for (int q = 0; q < 16; q += 8)
+        for (int k = 0; k < 4; k++) {
+            t[q + k] = _mm512_shuffle_f32x4(r[q + k], r[q + k + 4], 0x88);
+            t[q + k + 4] = _mm512_shuffle_f32x4(r[q + k], r[q + k + 4], 0xDD);
+        }
+    for (int k = 0; k < 8; k++) {
+        store16(out + k * ldo, _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88), stream);
+        store16(out + (k + 8) * ldo, _mm512_shuffle_f32x4(t[k], t[k + 8], 0xDD), stream);
+    }
+}
+static inline void store8(double *p, __m512d v, bool stream) {
+    if (stream) _mm512_stream_pd(p, v);
+    else _mm512_storeu_pd(p, v);
+}
+/* 8 rows of 8 doubles (stride ldi) -> 8 rows of stride ldo, transposed */
+static inline void block_8(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
+    const double *in = src;
+    double *out = dst;
+    __m512d r[8], t[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm512_loadu_pd(in + k * ldi);
+    for (int k = 0; k < 8; k += 2)
+        t[k] = _mm512_unpacklo_pd(r[k], r[k + 1]), t[k + 1] = _mm512_unpackhi_pd(r[k], r[k + 1]);
+    for (int q = 0; q < 8; q += 4) /* t[q], t[q+2] hold even columns, t[q+1], t[q+3] odd ones */
+        for (int k = 0; k < 2; k++) {
+            r[q + 2 * k] = _mm512_shuffle_f64x2(t[q + k], t[q + k + 2], 0x88);
+            r[q + 2 * k + 1] = _mm512_shuffle_f64x2(t[q + k], t[q + k + 2], 0xDD);
+        }
+    /* r[0]: cols 0,4 of rows 0-3; r[1]: 2,6; r[2]: 1,5; r[3]: 3,7; r[4..7] the same of rows 4-7 */
+    static const int col[4] = {0, 2, 1, 3};
+    for (int k = 0; k < 4; k++) {
+        store8(out + col[k] * ldo, _mm512_shuffle_f64x2(r[k], r[k + 4], 0x88), stream);
+        store8(out + (col[k] + 4) * ldo, _mm512_shuffle_f64x2(r[k], r[k + 4], 0xDD), stream);
+    }
+}
+#define SIMD_BLOCK_4 16
+#define SIMD_BLOCK_8 8
+#define SFENCE() _mm_sfence()
+#else
+#define block_4 NULL
+#define block_8 NULL
+#define SIMD_BLOCK_4 1
+#define SIMD_BLOCK_8 1
+#define SFENCE() ((void)0)
 #endif
+#define block_1 NULL
+#define block_2 NULL
+#define SIMD_BLOCK_1 1 /* 1: no SIMD blocks */
+#define SIMD_BLOCK_2 1
+
+/* One tile [i0, i1) x [j0, j1), one function per element size: the SIMD
+ * blocks that fit, then the rest element by element. */
+#define TR_TILE(T, ES)                                                                   \
+    static void tile_##ES(const char *s, char *d, const TrGeom *g, int64_t i0, int64_t i1, \
+                          int64_t j0, int64_t j1) {                                      \
+        const T *in = (const T *)s;                                                      \
+        T *out = (T *)d;                                                                 \
+        const int B = SIMD_BLOCK_##ES;                                                   \
+        int64_t ib = i0, jb = j0; /* the ends of the SIMD part */                        \
+        void (*blk)(const void *, int64_t, void *, int64_t, bool) = block_##ES;          \
+        if (B > 1 && blk) {                                                              \
+            ib = i0 + (i1 - i0) / B * B, jb = j0 + (j1 - j0) / B * B;                    \
+            for (int64_t j = j0; j < jb; j += B)                                         \
+                for (int64_t i = i0; i < ib; i += B)                                     \
+                    blk(in + j * g->ldi + i, g->ldi, out + i * g->ldo + j, g->ldo, g->stream); \
+        }                                                                                \
+        for (int64_t i = i0; i < i1; i++)                                                \
+            for (int64_t j = i < ib ? jb : j0; j < j1; j++) out[i * g->ldo + j] = in[j * g->ldi + i]; \
+    }
+TR_TILE(uint8_t, 1)
+TR_TILE(uint16_t, 2)
+TR_TILE(uint32_t, 4)
+TR_TILE(uint64_t, 8)
 
 static bool copy_transposed(TensorImpl *dst, const TensorImpl *src) {
-    int n = src->ndim;
+    int n = src->ndim, k = -1;
     if (dst->dtype != src->dtype || !dst->is_contiguous || n < 2 || dst->numel < 4096 ||
         dst->device == CT_META || src->storage == dst->storage)
         return false;
-    int64_t R = src->sizes[n - 2], C = src->sizes[n - 1];
-    if (src->strides[n - 2] != 1 || src->strides[n - 1] != R || R < 2 || C < 2) return false;
-    int64_t expect = R * C;
-    for (int d = n - 3; d >= 0; d--) {
-        if (src->sizes[d] != 1 && src->strides[d] != expect) return false;
-        expect *= src->sizes[d];
-    }
+    for (int d = 0; d < n - 1; d++)
+        if (src->sizes[d] > 1 && src->strides[d] == 1) k = d;
+    if (k < 0 || src->sizes[n - 1] < 2 || src->strides[n - 1] < 2) return false;
+    int64_t es = (int64_t)c10_elsize[dst->dtype];
+    TrGeom g = {src->sizes[k], src->sizes[n - 1], src->strides[n - 1], dst->strides[k], false};
+    /* streaming stores: a large output whose SIMD rows are whole aligned lines */
+    g.stream = (size_t)(dst->numel * es) >= STREAM_BYTES && (g.ldo * es) % 64 == 0 &&
+               (uintptr_t)c10_data(dst) % 64 == 0;
+    void (*tile)(const char *, char *, const TrGeom *, int64_t, int64_t, int64_t, int64_t) =
+        es == 1 ? tile_1 : es == 2 ? tile_2 : es == 4 ? tile_4 : tile_8;
     const char *s = c10_data(src);
     char *d = c10_data(dst);
-    int64_t ti = (R + TILE - 1) / TILE, tj = (C + TILE - 1) / TILE, ntiles = dst->numel / (R * C) * ti * tj;
-#if defined(__AVX__)
-    if (c10_elsize[dst->dtype] == 4 && R % 8 == 0 && C % 8 == 0) {
-#pragma omp parallel for schedule(static) if (dst->numel > 65536)
-        for (int64_t t = 0; t < ntiles; t++) {
-            int64_t b = t / (ti * tj), r = t % (ti * tj), i0 = r / tj * TILE, j0 = r % tj * TILE;
-            int64_t i1 = i0 + TILE < R ? i0 + TILE : R, j1 = j0 + TILE < C ? j0 + TILE : C;
-            const float *in = (const float *)s + b * R * C;
-            float *out = (float *)d + b * R * C;
-            for (int64_t i = i0; i < i1; i += 8)
-                for (int64_t j = j0; j < j1; j += 8) transpose8x8(in + j * R + i, R, out + i * C + j, C);
+    int64_t ti = (g.R + TILE - 1) / TILE, tj = (g.C + TILE - 1) / TILE;
+    int64_t nbatch = dst->numel / (g.R * g.C), ntiles = nbatch * ti * tj;
+    OMP(omp parallel for schedule(static) if (dst->numel > 65536))
+    for (int64_t t = 0; t < ntiles; t++) {
+        int64_t b = t / (ti * tj), r = t % (ti * tj), j0 = r / ti * TILE, i0 = r % ti * TILE;
+        int64_t so = 0, dof = 0; /* offsets of batch b over the other dims */
+        for (int q = n - 2; q >= 0; q--) {
+            if (q == k) continue;
+            int64_t c = b % src->sizes[q];
+            b /= src->sizes[q];
+            so += c * src->strides[q], dof += c * dst->strides[q];
         }
-        return true;
-    }
-#endif
-    switch (c10_elsize[dst->dtype]) {
-    case 1:
-#pragma omp parallel for schedule(static) if (dst->numel > 65536)
-        TRANSPOSE_LOOP(uint8_t)
-        break;
-    case 2:
-#pragma omp parallel for schedule(static) if (dst->numel > 65536)
-        TRANSPOSE_LOOP(uint16_t)
-        break;
-    case 4:
-#pragma omp parallel for schedule(static) if (dst->numel > 65536)
-        TRANSPOSE_LOOP(uint32_t)
-        break;
-    default:
-#pragma omp parallel for schedule(static) if (dst->numel > 65536)
-        TRANSPOSE_LOOP(uint64_t)
-        break;
+        tile(s + so * es, d + dof * es, &g, i0, i0 + TILE < g.R ? i0 + TILE : g.R, j0,
+             j0 + TILE < g.C ? j0 + TILE : g.C);
+        if (g.stream) SFENCE();
     }
     return true;
 }
