@@ -32,15 +32,15 @@ typedef struct SavedVariable {
     bool is_output;    /* an output of the node itself: data is a bare alias */
 } SavedVariable;
 
-/* What a node remembers of each forward input, for shaping its gradient. */
+/* What a node remembers of each forward input (and output), for shaping its
+ * gradient. sizes and strides point into the node's own memory. */
 typedef struct InputMeta {
     int64_t offset;
+    const int64_t *sizes, *strides;
     int ndim;
     ct_dtype dtype;
     ct_device device;
     bool defined;
-    int64_t sizes[CT_MAX_DIMS];
-    int64_t strides[CT_MAX_DIMS];
 } InputMeta;
 
 typedef struct BackwardCtx BackwardCtx;
@@ -60,31 +60,39 @@ struct Node {
     atomic_int refcount;
     int kind;                 /* NODE_* */
     int op;                   /* OpId for NODE_OP */
-    const char *name;         /* "MulBackward0" */
-    uint64_t seq;             /* creation order; AccumulateGrad: UINT64_MAX */
     int num_inputs;           /* gradients it receives = forward outputs */
     int num_next;             /* gradients it produces = forward inputs */
-    Edge next[OP_MAX_TENSORS];
-    SavedVariable saved_in[OP_MAX_TENSORS];
-    SavedVariable saved_out[OP_MAX_OUTS];
+    int num_saved;            /* saved variables: an op's inputs then its outputs */
+    int size_class;           /* which pool the node's memory came from (-1: malloc) */
     bool released;            /* saved variables freed after backward */
+    const char *name;         /* "MulBackward0" */
+    uint64_t seq;             /* creation order; AccumulateGrad: UINT64_MAX */
     TensorImpl *variable;     /* AccumulateGrad: the leaf (strong reference) */
-    AutogradMeta *retain[OP_MAX_OUTS]; /* non-leaves with retains_grad (weak) */
     Node *gc_next;            /* worklist link for iterative release */
-    Hook *pre_hooks[OP_MAX_OUTS];     /* tensor hooks on this node's inputs */
     CustomFn *custom;         /* NODE_CUSTOM */
     void *extra;              /* kind-specific data (CopySlices) */
     void (*extra_free)(void *);
+    /* the op's scalar and int arguments (its tensors are the edges) */
+    double s[4];
+    int64_t *ints;
+    int ni;
     /* engine scratch, valid during one GraphTask */
-    uint64_t task;
     int deps;
     bool needed;
-    TensorImpl *buffer[OP_MAX_OUTS];
-    /* Everything above is zeroed at creation; the big arrays below are filled
-     * only as far as they are used (nodes are made at every op). */
-    InputMeta in_meta[OP_MAX_TENSORS];   /* entries [0, num_next) */
-    InputMeta out_meta[OP_MAX_OUTS];     /* entries [0, num_inputs): for zero gradients */
-    OpArgs args;              /* scalar and int arguments; tensor slots cleared */
+    uint64_t task;
+    /* Arrays in the node's own memory, after the struct (PyTorch's nodes hold
+     * small vectors too): a node is a few hundred bytes, not a fixed worst case. */
+    Edge *next;               /* [num_next] */
+    InputMeta *in_meta;       /* [num_next] */
+    SavedVariable *saved;     /* [num_saved] */
+    SavedVariable *saved_in;  /* = saved: one per forward input (ops) */
+    SavedVariable *saved_out; /* = saved + num_next: one per forward output (ops) */
+    InputMeta *out_meta;      /* [num_inputs]: for zero gradients */
+    TensorImpl **buffer;      /* [num_inputs]: the engine's input buffer */
+    Hook **pre_hooks;         /* [num_inputs]: tensor hooks on this node's inputs */
+    AutogradMeta **retain;    /* [num_inputs]: non-leaves with retains_grad (weak) */
+    int64_t *words;           /* free words for geometry and ints ... */
+    int64_t *words_end;       /* ... up to here */
 };
 
 /* A CopySlices node's data: the in-place op's node and the view's geometry
@@ -146,7 +154,12 @@ CT_INTERNAL bool ag_requires_grad(const TensorImpl *t);
 CT_INTERNAL bool ag_is_leaf(const TensorImpl *t);
 CT_INTERNAL Node *ag_grad_fn(const TensorImpl *t);
 CT_INTERNAL Edge ag_gradient_edge(TensorImpl *t); /* retained fn, or {NULL} */
-CT_INTERNAL Node *ag_node_new(int kind, const char *name, int num_inputs, int num_next);
+/* A node with num_next edges, num_inputs output slots, nsaved saved variables
+ * and nwords int64 words for the geometry of its input and output metas
+ * (2 * ndim each) and its int arguments. */
+CT_INTERNAL Node *ag_node_new(int kind, const char *name, int num_inputs, int num_next, int nsaved, int nwords);
+/* n words of the node's memory (they must have been asked for at creation). */
+CT_INTERNAL int64_t *ag_node_words(Node *n, int count);
 CT_INTERNAL Node *ag_node_retain(Node *n);
 CT_INTERNAL void ag_node_release(Node *n);
 CT_INTERNAL void ag_set_history(TensorImpl *out, Node *fn, int output_nr);
@@ -156,7 +169,9 @@ CT_INTERNAL void ag_save(SavedVariable *sv, TensorImpl *t, bool is_output);
  * version message). */
 CT_INTERNAL TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr);
 CT_INTERNAL uint64_t ag_next_seq(void);
-CT_INTERNAL void ag_input_meta(InputMeta *m, const TensorImpl *t);
+/* Fills m (one of n's metas) from t; the geometry goes into n's words. */
+CT_INTERNAL void ag_input_meta(Node *n, InputMeta *m, const TensorImpl *t);
+CT_INTERNAL void ag_copy_meta(Node *n, InputMeta *m, const InputMeta *from);
 CT_INTERNAL void ag_release_saved(Node *n);
 
 /* ---- the VariableType entry: run an op with history ---- */

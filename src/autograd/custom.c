@@ -5,8 +5,8 @@
  * named "<name>Backward" with an edge to each input. The context (struct
  * CustomFn, which the public API calls ct_ctx) lives as long as the node.
  *
- * Saved tensors are SavedVariables kept in the node's own slots (saved_in[0..6)
- * then saved_out[0..4)), so the engine frees them after backward unless
+ * Saved tensors are SavedVariables kept in the node's own slots (its
+ * CUSTOM_MAX_SAVED saved[] entries), so the engine frees them after backward unless
  * retain_graph, and ag_unpack checks their versions. A saved tensor that is an
  * output of the function is saved as an output (a bare alias: no cycle
  * tensor -> node -> tensor); unpacked under create_graph it gets the node back
@@ -40,9 +40,7 @@ struct CustomFn {
     bool saved_null[CUSTOM_MAX_SAVED];
 };
 
-static SavedVariable *slot(Node *n, int i) {
-    return i < OP_MAX_TENSORS ? &n->saved_in[i] : &n->saved_out[i - OP_MAX_TENSORS];
-}
+static SavedVariable *slot(Node *n, int i) { return &n->saved[i]; }
 
 static void drop_pending(CustomFn *f) {
     for (int i = 0; i < CUSTOM_MAX_SAVED; i++) {
@@ -197,18 +195,21 @@ int ct_function_apply(const ct_function *fn, const ct_tensor *const *inputs, int
     }
 
     if (rc == 0 && any) {
-        Node *node = ag_node_new(NODE_CUSTOM, f->name, nout, n);
+        int words = 0;
+        for (int k = 0; k < n; k++) words += 2 * in[k]->ndim;
+        for (int j = 0; j < nout; j++) words += 2 * out[j]->ndim;
+        Node *node = ag_node_new(NODE_CUSTOM, f->name, nout, n, CUSTOM_MAX_SAVED, words);
         if (!node) rc = -1;
         else {
             node->custom = f;
             f->node = node;
             for (int k = 0; k < n; k++) {
                 node->next[k] = ag_gradient_edge(in[k]);
-                ag_input_meta(&node->in_meta[k], in[k]);
+                ag_input_meta(node, &node->in_meta[k], in[k]);
             }
             bool diff[OP_MAX_OUTS];
             for (int j = 0; j < nout; j++) {
-                ag_input_meta(&node->out_meta[j], out[j]);
+                ag_input_meta(node, &node->out_meta[j], out[j]);
                 diff[j] = c10_is_float(out[j]->dtype);
             }
             for (int i = 0; i < f->nsaved; i++) {

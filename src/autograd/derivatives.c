@@ -170,14 +170,13 @@ static int view_scatter(BackwardCtx *c, TensorImpl **gi) {
     InputMeta m = c->node->in_meta[0];
     TensorImpl *base = c10_empty(m.sizes, m.ndim, m.dtype, CT_META);
     if (!base) return -1;
-    memcpy(m.strides, base->strides, sizeof(int64_t) * (size_t)m.ndim);
+    m.strides = base->strides; /* contiguous */
     OpArgs a = *c->args;
     a.t[0] = base;
     TensorImpl *v = at_call1(c->node->op, &a);
-    c10_release(base);
-    if (!v) return -1;
-    gi[0] = scatter_view(G, &m, v);
+    gi[0] = v ? scatter_view(G, &m, v) : NULL;
     c10_release(v);
+    c10_release(base);
     return gi[0] ? 0 : -1;
 }
 

@@ -82,7 +82,7 @@ static bool visit(GraphTask *g, Node *n) {
     n->task = g->id;
     n->deps = 0;
     n->needed = g->o->ninputs == 0;
-    for (int k = 0; k < OP_MAX_OUTS; k++) n->buffer[k] = NULL;
+    for (int k = 0; k < n->num_inputs; k++) n->buffer[k] = NULL;
     return push(&g->all, n);
 }
 
@@ -171,7 +171,14 @@ static TensorImpl *shape_gradient(TensorImpl *gi, const InputMeta *m) {
 
 static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *needs) {
     int mark = ag_frame_begin();
-    BackwardCtx c = {.node = n, .go = inputs, .args = &n->args};
+    OpArgs args; /* the forward's arguments; only the used part is written */
+    for (int k = 0; k < OP_MAX_TENSORS; k++) args.t[k] = NULL;
+    args.dst = NULL;
+    args.nt = n->num_next;
+    args.ni = n->ni;
+    memcpy(args.s, n->s, sizeof args.s);
+    memcpy(args.i, n->ints, sizeof(int64_t) * (size_t)n->ni);
+    BackwardCtx c = {.node = n, .go = inputs, .args = &args};
     int rc = 0;
     for (int k = 0; k < n->num_inputs && rc == 0; k++)
         if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = ag_zeros_like_meta(&n->out_meta[k])))
@@ -179,9 +186,9 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
     for (int k = 0; k < n->num_next; k++) c.needs[k] = needs ? needs[k] : n->next[k].fn && n->next[k].fn->needed;
     if (n->released && (deriv_info[n->op].flags & 0xfff)) /* its saved tensors are gone */
         rc = ag_unpack(n, &n->saved_in[0], 0) ? 0 : -1;
-    for (int k = 0; k < OP_MAX_TENSORS && rc == 0; k++)
+    for (int k = 0; k < n->num_next && rc == 0; k++)
         if (n->saved_in[k].data && !(c.in[k] = F(ag_unpack(n, &n->saved_in[k], k)))) rc = -1;
-    for (int k = 0; k < OP_MAX_OUTS && rc == 0; k++)
+    for (int k = 0; k < n->num_inputs && rc == 0; k++)
         if (n->saved_out[k].data && !(c.out[k] = F(ag_unpack(n, &n->saved_out[k], k)))) rc = -1;
     if (rc == 0) rc = deriv_info[n->op].backward(&c, gi);
     for (int k = 0; k < n->num_next; k++) {
@@ -297,7 +304,7 @@ static int pre_hooks(Node *n, TensorImpl **inputs) {
 static int run_node(GraphTask *g, Node *n) {
     const BackwardOpts *o = g->o;
     TensorImpl *inputs[OP_MAX_OUTS] = {0}, *gi[OP_MAX_TENSORS] = {0};
-    for (int k = 0; k < OP_MAX_OUTS; k++) inputs[k] = n->buffer[k], n->buffer[k] = NULL;
+    for (int k = 0; k < n->num_inputs; k++) inputs[k] = n->buffer[k], n->buffer[k] = NULL;
     int rc = 0;
     for (int i = 0; i < o->ninputs; i++) /* autograd.grad captures */
         if (g->captures[i].fn == n && inputs[g->captures[i].input_nr] && !o->results[i])
@@ -391,7 +398,7 @@ int ag_run_backward(TensorImpl **roots, TensorImpl **grads, int nroots, const Ba
     /* clean up: buffers of nodes that never ran, scratch state */
     for (int64_t i = 0; i < g.all.n; i++) {
         Node *n = g.all.v[i];
-        for (int k = 0; k < OP_MAX_OUTS; k++) {
+        for (int k = 0; k < n->num_inputs; k++) {
             c10_release(n->buffer[k]);
             n->buffer[k] = NULL;
         }

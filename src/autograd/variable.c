@@ -17,32 +17,90 @@ bool ag_set_grad_enabled(bool on) {
 
 /* ------------------------------------------------------------------- nodes */
 
-static atomic_uint_fast64_t seq_counter;
-uint64_t ag_next_seq(void) { return atomic_fetch_add_explicit(&seq_counter, 1, memory_order_relaxed); }
+/* Per thread, as PyTorch's sequence_nr: it orders the nodes a thread made (the
+ * ready queue runs the latest first); no atomic on every op. */
+static _Thread_local uint64_t seq_counter;
+uint64_t ag_next_seq(void) { return seq_counter++; }
 
 int NONE(BackwardCtx *c, TensorImpl **gi) {
     (void)c, (void)gi;
     return c10_error_int("internal: backward of a non-differentiable op");
 }
 
-/* Nodes are made at every recorded op and freed by the graph-full: pooled. */
-C10_POOL(node_pool, Node, 16384)
+/* Nodes are made at every recorded op and freed by the graph-full: pooled per
+ * thread in four size classes (larger nodes come from malloc). */
+#define NODE_CLASSES(X) X(0, 256) X(1, 512) X(2, 1024) X(3, 2048)
+#define X(c, bytes)                                                              \
+    typedef struct { _Alignas(16) char b[bytes]; } NodeBlock##c;                 \
+    C10_POOL(node_pool##c, NodeBlock##c, 4096)
+NODE_CLASSES(X)
+#undef X
 C10_POOL(meta_pool, AutogradMeta, 16384)
 
-Node *ag_node_new(int kind, const char *name, int num_inputs, int num_next) {
-    Node *n = node_pool_get();
+static void *node_alloc(size_t size, int *cls) {
+#define X(c, bytes)                                                              \
+    if (size <= bytes) {                                                         \
+        *cls = c;                                                                \
+        return node_pool##c##_get();                                             \
+    }
+    NODE_CLASSES(X)
+#undef X
+    *cls = -1;
+    return malloc(size);
+}
+
+static void node_free(Node *n) {
+    switch (n->size_class) {
+#define X(c, bytes)                                                              \
+    case c: node_pool##c##_put((NodeBlock##c *)(void *)n); return;
+        NODE_CLASSES(X)
+#undef X
+    default: free(n);
+    }
+}
+
+Node *ag_node_new(int kind, const char *name, int num_inputs, int num_next, int nsaved, int nwords) {
+    size_t head = sizeof(Node) + (size_t)num_next * (sizeof(Edge) + sizeof(InputMeta)) +
+                  (size_t)nsaved * sizeof(SavedVariable) +
+                  (size_t)num_inputs * (sizeof(InputMeta) + sizeof(TensorImpl *) + sizeof(Hook *) +
+                                        sizeof(AutogradMeta *));
+    head = (head + 7) & ~(size_t)7;
+    int cls;
+    Node *n = node_alloc(head + (size_t)nwords * sizeof(int64_t), &cls);
     if (!n) return c10_error("out of memory");
-    memset(n, 0, offsetof(Node, in_meta));
-    for (int k = 0; k < num_next; k++) n->in_meta[k].defined = false;
-    for (int k = 0; k < num_inputs; k++) n->out_meta[k].defined = false;
-    n->args.nt = n->args.ni = 0;
+    memset(n, 0, head);
+    char *p = (char *)(n + 1);
+#define CARVE(field, count)                                                      \
+    n->field = (void *)p;                                                        \
+    p += (size_t)(count) * sizeof *n->field
+    CARVE(next, num_next);
+    CARVE(in_meta, num_next);
+    CARVE(saved, nsaved);
+    CARVE(out_meta, num_inputs);
+    CARVE(buffer, num_inputs);
+    CARVE(pre_hooks, num_inputs);
+    CARVE(retain, num_inputs);
+#undef CARVE
+    n->words = (int64_t *)((char *)n + head);
+    n->words_end = n->words + nwords;
+    n->saved_in = n->saved;
+    n->saved_out = n->saved + (num_next < nsaved ? num_next : nsaved);
     atomic_init(&n->refcount, 1);
+    n->size_class = cls;
     n->kind = kind;
     n->name = name;
     n->seq = ag_next_seq();
     n->num_inputs = num_inputs;
     n->num_next = num_next;
+    n->num_saved = nsaved;
     return n;
+}
+
+int64_t *ag_node_words(Node *n, int count) {
+    int64_t *w = n->words;
+    CT_ASSERT(count >= 0 && w + count <= n->words_end);
+    n->words += count;
+    return w;
 }
 
 Node *ag_node_retain(Node *n) {
@@ -51,13 +109,9 @@ Node *ag_node_retain(Node *n) {
 }
 
 void ag_release_saved(Node *n) {
-    for (int k = 0; k < OP_MAX_TENSORS; k++) {
-        c10_release(n->saved_in[k].data);
-        n->saved_in[k].data = NULL;
-    }
-    for (int k = 0; k < OP_MAX_OUTS; k++) {
-        c10_release(n->saved_out[k].data);
-        n->saved_out[k].data = NULL;
+    for (int k = 0; k < n->num_saved; k++) {
+        c10_release(n->saved[k].data);
+        n->saved[k].data = NULL;
     }
 }
 
@@ -68,7 +122,7 @@ CT_INTERNAL void ag_custom_free(CustomFn *f);
  * chain of a million nodes: recursion would overflow the stack). */
 void ag_node_release(Node *n) {
     Node *work = NULL;
-    if (n && atomic_fetch_sub_explicit(&n->refcount, 1, memory_order_acq_rel) == 1) {
+    if (n && c10_unref(&n->refcount)) {
         n->gc_next = work;
         work = n;
     }
@@ -77,13 +131,13 @@ void ag_node_release(Node *n) {
         work = m->gc_next;
         for (int k = 0; k < m->num_next; k++) {
             Node *f = m->next[k].fn;
-            if (f && atomic_fetch_sub_explicit(&f->refcount, 1, memory_order_acq_rel) == 1) {
+            if (f && c10_unref(&f->refcount)) {
                 f->gc_next = work;
                 work = f;
             }
         }
         ag_release_saved(m);
-        for (int k = 0; k < OP_MAX_OUTS; k++) {
+        for (int k = 0; k < m->num_inputs; k++) {
             c10_release(m->buffer[k]);
             if (m->retain[k] && m->retain[k]->grad_fn == m) m->retain[k] = NULL;
             ag_hooks_free(m->pre_hooks[k]);
@@ -95,7 +149,7 @@ void ag_node_release(Node *n) {
         }
         if (m->custom) ag_custom_free(m->custom);
         if (m->extra_free) m->extra_free(m->extra);
-        node_pool_put(m);
+        node_free(m);
     }
 }
 
@@ -104,7 +158,7 @@ void ag_node_release(Node *n) {
 static void meta_free(AutogradMeta *m) {
     c10_release(m->grad);
     if (m->grad_fn) {
-        for (int k = 0; k < OP_MAX_OUTS; k++)
+        for (int k = 0; k < m->grad_fn->num_inputs; k++)
             if (m->grad_fn->retain[k] == m) m->grad_fn->retain[k] = NULL;
         ag_node_release(m->grad_fn);
     }
@@ -135,7 +189,7 @@ Edge ag_gradient_edge(TensorImpl *t) {
     if (m->grad_fn) return (Edge){ag_node_retain(m->grad_fn), m->output_nr};
     if (!m->requires_grad) return (Edge){NULL, 0};
     if (m->grad_accumulator) return (Edge){ag_node_retain(m->grad_accumulator), 0};
-    Node *acc = ag_node_new(NODE_ACCUMULATE, "AccumulateGrad", 1, 0);
+    Node *acc = ag_node_new(NODE_ACCUMULATE, "AccumulateGrad", 1, 0, 0, 0);
     if (!acc) return (Edge){NULL, 0};
     acc->seq = UINT64_MAX; /* run as soon as ready, as PyTorch does */
     acc->variable = c10_retain(t);
@@ -195,14 +249,26 @@ TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr) {
 
 static bool differentiable_dtype(ct_dtype d) { return c10_is_float(d); }
 
-void ag_input_meta(InputMeta *m, const TensorImpl *t) {
-    m->defined = true;
-    m->offset = t->offset;
-    m->ndim = t->ndim;
-    m->dtype = t->dtype;
-    m->device = t->device;
-    memcpy(m->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
-    memcpy(m->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+void ag_copy_meta(Node *n, InputMeta *m, const InputMeta *from) {
+    int64_t *w = ag_node_words(n, 2 * from->ndim);
+    *m = *from;
+    memcpy(w, from->sizes, sizeof(int64_t) * (size_t)from->ndim);
+    memcpy(w + from->ndim, from->strides, sizeof(int64_t) * (size_t)from->ndim);
+    m->sizes = w;
+    m->strides = w + from->ndim;
+}
+
+void ag_input_meta(Node *n, InputMeta *m, const TensorImpl *t) {
+    InputMeta from = {t->offset, t->sizes, t->strides, t->ndim, t->dtype, t->device, true};
+    ag_copy_meta(n, m, &from);
+}
+
+/* Words a node needs for the metas of these tensors. */
+static int meta_words(TensorImpl *const *t, int n) {
+    int w = 0;
+    for (int k = 0; k < n; k++)
+        if (t[k]) w += 2 * t[k]->ndim;
+    return w;
 }
 
 /* Makes the node for op's call with inputs a->t and outputs out[0..n), saving
@@ -210,24 +276,23 @@ void ag_input_meta(InputMeta *m, const TensorImpl *t) {
  * (in-place ops save self before they overwrite it). */
 static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl *self_saved) {
     unsigned flags = deriv_info[op].flags;
-    Node *node = ag_node_new(NODE_OP, deriv_info[op].node_name, n, a->nt);
+    int words = meta_words(a->t, a->nt) + meta_words(out, n) + a->ni;
+    Node *node = ag_node_new(NODE_OP, deriv_info[op].node_name, n, a->nt, a->nt + n, words);
     if (!node) return NULL;
     node->op = op;
-    memcpy(node->args.s, a->s, sizeof a->s);
-    memcpy(node->args.i, a->i, sizeof(int64_t) * (size_t)a->ni);
-    node->args.ni = a->ni;
-    node->args.nt = a->nt;
-    for (int k = 0; k < OP_MAX_TENSORS; k++) node->args.t[k] = NULL;
-    node->args.dst = NULL;
+    memcpy(node->s, a->s, sizeof a->s);
+    node->ni = a->ni;
+    node->ints = ag_node_words(node, a->ni);
+    memcpy(node->ints, a->i, sizeof(int64_t) * (size_t)a->ni);
     for (int k = 0; k < a->nt; k++) {
         TensorImpl *t = a->t[k];
         if (!t) continue;
         node->next[k] = ag_gradient_edge(t);
-        ag_input_meta(&node->in_meta[k], t);
+        ag_input_meta(node, &node->in_meta[k], t);
         if (flags & SV_IN(k)) ag_save(&node->saved_in[k], k == 0 && self_saved ? self_saved : t, false);
     }
     for (int j = 0; j < n; j++) {
-        if (out[j]) ag_input_meta(&node->out_meta[j], out[j]);
+        if (out[j]) ag_input_meta(node, &node->out_meta[j], out[j]);
         if (flags & SV_OUT(j)) ag_save(&node->saved_out[j], out[j], true);
     }
     for (int j = 0; j < n; j++)
@@ -287,7 +352,9 @@ static void copy_slices_free(void *p) {
 
 static int copy_slices(TensorImpl *self, Node *fn) {
     TensorImpl *base = self->autograd->base;
-    Node *cs = ag_node_new(NODE_COPY_SLICES, "CopySlices", 1, fn->num_next);
+    int words = 2 * base->ndim;
+    for (int k = 1; k < fn->num_next; k++) words += 2 * fn->in_meta[k].ndim;
+    Node *cs = ag_node_new(NODE_COPY_SLICES, "CopySlices", 1, fn->num_next, 0, words);
     CopySlicesInfo *info = calloc(1, sizeof *info);
     if (!cs || !info) {
         free(info);
@@ -302,10 +369,10 @@ static int copy_slices(TensorImpl *self, Node *fn) {
     cs->extra = info;
     cs->extra_free = copy_slices_free;
     cs->next[0] = ag_gradient_edge(base);
-    ag_input_meta(&cs->in_meta[0], base);
+    ag_input_meta(cs, &cs->in_meta[0], base);
     for (int k = 1; k < fn->num_next; k++) {
         cs->next[k] = (Edge){ag_node_retain(fn->next[k].fn), fn->next[k].input_nr};
-        cs->in_meta[k] = fn->in_meta[k];
+        ag_copy_meta(cs, &cs->in_meta[k], &fn->in_meta[k]);
     }
     ag_set_history(base, cs, 0);
     /* self = base.as_strided(self's geometry), with history */

@@ -140,7 +140,7 @@ CT_INTERNAL void c10_storage_release(StorageImpl *s);
 /* ------------------------------------------------------------------ tensor */
 typedef struct AutogradMeta AutogradMeta; /* the autograd layer's; opaque here */
 
-typedef struct TensorImpl {
+typedef struct TensorImpl {    /* the fields every op reads come first: one cache line */
     atomic_int refcount;
     ct_dtype dtype;
     ct_device device;
@@ -149,10 +149,10 @@ typedef struct TensorImpl {
     bool is_wrapped_number;      /* a scalar argument, for type promotion */
     int64_t numel;               /* cached by c10_refresh */
     int64_t offset;              /* in elements */
-    int64_t sizes[CT_MAX_DIMS];
-    int64_t strides[CT_MAX_DIMS];
     StorageImpl *storage;
     AutogradMeta *autograd;      /* NULL until autograd needs it */
+    int64_t sizes[CT_MAX_DIMS];
+    int64_t strides[CT_MAX_DIMS];
 } TensorImpl;
 
 /* The autograd layer installs this so that core can free what it cannot see. */
@@ -172,6 +172,13 @@ CT_INTERNAL TensorImpl *c10_alias(const TensorImpl *t);
 CT_INTERNAL TensorImpl *c10_scalar_tensor(double v, ct_dtype dtype, ct_device device);
 CT_INTERNAL TensorImpl *c10_full(const int64_t *sizes, int ndim, double v, ct_dtype dtype,
                                  ct_device device);
+/* Drops one reference to a refcount; true when it was the last. A count of 1
+ * seen by its holder cannot change under it (nobody else has a reference to
+ * take another), so the last release skips the atomic read-modify-write. */
+static inline bool c10_unref(atomic_int *rc) {
+    return atomic_load_explicit(rc, memory_order_acquire) == 1 ||
+           atomic_fetch_sub_explicit(rc, 1, memory_order_acq_rel) == 1;
+}
 static inline TensorImpl *c10_retain(TensorImpl *t) {
     if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;

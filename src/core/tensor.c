@@ -31,7 +31,7 @@ StorageImpl *c10_storage_new(size_t nbytes, ct_device device) {
 }
 
 void c10_storage_release(StorageImpl *s) {
-    if (!s || atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (!s || !c10_unref(&s->refcount)) return;
     if (s->deleter) s->deleter(s->data, s->deleter_ctx);
     else c10_dealloc(s->data, s->nbytes);
     storage_pool_put(s);
@@ -53,12 +53,15 @@ void c10_refresh(TensorImpl *t) {
     t->is_contiguous = contiguous || n == 0;
 }
 
-TensorImpl *c10_make(StorageImpl *s, const int64_t *sizes, const int64_t *strides, int ndim,
-                     int64_t offset, ct_dtype dtype) {
+/* c10_make, taking over the caller's reference to s (even on failure). */
+static TensorImpl *make_owning(StorageImpl *s, const int64_t *sizes, const int64_t *strides, int ndim,
+                               int64_t offset, ct_dtype dtype) {
     TensorImpl *t = tensor_pool_get();
-    if (!t) return c10_error("out of memory");
+    if (!t) {
+        c10_storage_release(s);
+        return c10_error("out of memory");
+    }
     atomic_init(&t->refcount, 1);
-    atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
     t->storage = s;
     t->dtype = dtype;
     t->device = s->device;
@@ -72,6 +75,12 @@ TensorImpl *c10_make(StorageImpl *s, const int64_t *sizes, const int64_t *stride
     }
     c10_refresh(t);
     return t;
+}
+
+TensorImpl *c10_make(StorageImpl *s, const int64_t *sizes, const int64_t *strides, int ndim,
+                     int64_t offset, ct_dtype dtype) {
+    atomic_fetch_add_explicit(&s->refcount, 1, memory_order_relaxed);
+    return make_owning(s, sizes, strides, ndim, offset, dtype);
 }
 
 /* numel of sizes, or -1 with PyTorch's message when a size is negative or the
@@ -108,9 +117,7 @@ TensorImpl *c10_empty(const int64_t *sizes, int ndim, ct_dtype dtype, ct_device 
     }
     StorageImpl *s = c10_storage_new((size_t)n * c10_elsize[dtype], device);
     if (!s) return NULL;
-    TensorImpl *t = c10_make(s, sizes, strides, ndim, 0, dtype);
-    c10_storage_release(s);
-    return t;
+    return make_owning(s, sizes, strides, ndim, 0, dtype);
 }
 
 TensorImpl *c10_empty_like(const TensorImpl *t) { return c10_empty_dtype_like(t, t->dtype); }
@@ -133,7 +140,7 @@ TensorImpl *c10_scalar_tensor(double v, ct_dtype dtype, ct_device device) {
 }
 
 void c10_release(TensorImpl *t) {
-    if (!t || atomic_fetch_sub_explicit(&t->refcount, 1, memory_order_acq_rel) != 1) return;
+    if (!t || !c10_unref(&t->refcount)) return;
     if (t->autograd && c10_autograd_meta_free) c10_autograd_meta_free(t->autograd);
     c10_storage_release(t->storage);
     tensor_pool_put(t);
