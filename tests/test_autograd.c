@@ -210,6 +210,30 @@ TEST(long_chain_frees_without_recursion) {
     CHECK_NEAR(ct_item(ct_grad(x)), 1, 0);
 }
 
+/* Nodes keep each input's geometry in memory sized to the op: tensors of the
+ * full CT_MAX_DIMS dimensions through a view, a broadcast product and an
+ * in-place op on a view (CopySlices) of a non-leaf. */
+TEST(nodes_hold_sixteen_dim_geometry) {
+    int64_t shape[CT_MAX_DIMS];
+    int perm[CT_MAX_DIMS];
+    for (int d = 0; d < CT_MAX_DIMS; d++) {
+        shape[d] = d % 2 ? 2 : 1; /* the last dim has size 2 */
+        perm[d] = CT_MAX_DIMS - 1 - d;
+    }
+    ct_tensor *x = ct_view(ct_mul_scalar(ct_arange(0, 256, 1, CT_FLOAT64), 0.01), shape, CT_MAX_DIMS);
+    ct_set_requires_grad(x, true);
+    ct_tensor *y = ct_permute(x, perm, CT_MAX_DIMS);
+    ct_tensor *w = ct_mul(ct_sin(y), y);
+    CHECK_EQ_INT(ct_mul_scalar_(ct_narrow(w, 0, 0, 1), 3), 0); /* x's last index 0: times 3 */
+    CHECK_EQ_INT(ct_backward(ct_sum(w), NULL), 0);
+    double g[256];
+    CHECK_EQ_INT(ct_copy_to_buffer(ct_grad(x), g, CT_FLOAT64), 0);
+    for (int i = 0; i < 256; i++) {
+        double v = 0.01 * i, c = i % 2 ? 1 : 3;
+        CHECK_NEAR(g[i], c * (cos(v) * v + sin(v)), 1e-12);
+    }
+}
+
 int main(void) {
     RUN(notes_example_c_equals_ab_minus_b_over_a_plus_b);
     RUN(a_plus_a_sums_in_the_input_buffer);
@@ -225,5 +249,6 @@ int main(void) {
     RUN(anomaly_mode_names_the_node);
     RUN(inplace_on_a_view_reaches_the_base);
     RUN(long_chain_frees_without_recursion);
+    RUN(nodes_hold_sixteen_dim_geometry);
     return REPORT();
 }
