@@ -203,6 +203,36 @@ def test_linear(dtype):
             ct.assert_close(h, lin(x, w, b), what=f"linear {xs} {ws} {bs}: ", **tol(dtype, xs[-1]))
 
 
+@pytest.fixture(params=[2, 3])
+def threads(request):
+    """2 or 3 OpenMP threads, so that big single gemms are cut into blocks of rows
+    or columns (one single-threaded BLAS call per thread)."""
+    before = lib.ct_get_num_threads()
+    lib.ct_set_num_threads(request.param)
+    yield request.param
+    lib.ct_set_num_threads(before)
+
+
+# the W9 MLP step's gemms (column blocks when K > M, row blocks when K <= M or N < 32)
+# and odd sizes whose blocks do not fall on the 8/16 alignment
+SPLIT_SHAPES = [((128, 784), (784, 512)), ((128, 512), (512, 10)), ((512, 128), (128, 784)), ((10, 128), (128, 512)),
+                ((128, 10), (10, 512)), ((100, 300), (300, 333)), ((333, 40), (40, 77)), ((24, 700), (700, 40))]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("la,lb", [("contig", "contig"), ("transposed", "contig"), ("contig", "transposed"),
+                                   ("sliced", "transposed")])
+def test_mm_split_over_threads(threads, dtype, la, lb):
+    for sa, sb in SPLIT_SHAPES:
+        a, b = make(sa, dtype, la), make(sb, dtype, lb)
+        compare("ct_mm", torch.mm, [a, b], k=sa[1])
+        s = make((sb[1],), dtype)
+        compare("ct_addmm", lambda x, y, z, be, al: torch.addmm(x, y, z, beta=be, alpha=al), [s, a, b], (0.5, 2.0),
+                k=sa[1])
+        h = call("ct_linear", ct.from_torch(a), ct.from_torch(b.t()), ct.from_torch(s))
+        ct.assert_close(h, torch.nn.functional.linear(a, b.t(), s), what=f"linear {sa} {sb}: ", **tol(dtype, sa[1]))
+
+
 def test_nan_inf():
     a = torch.tensor([[1.0, float("nan"), 2.0], [float("inf"), 0.0, 1.0]])
     b = torch.tensor([[1.0, 0.0], [0.0, 1.0], [float("-inf"), 2.0]])
