@@ -96,17 +96,36 @@ static int compute_type(ct_dtype d) {
 }
 static const ct_dtype ct_dtype_of_compute[3] = {CT_FLOAT32, CT_FLOAT64, CT_INT64};
 
-static void plan_build(RPlan *pl, const TensorImpl *t, const bool *mask) {
+/* any_order: the reduced dims may be walked in memory order (largest stride
+ * outermost, broadcast dims outermost of all), as PyTorch reorders them; not
+ * for the reductions that return an index along them. */
+static void plan_build(RPlan *pl, const TensorImpl *t, const bool *mask, bool any_order) {
     int64_t es = (int64_t)c10_elsize[t->dtype];
     pl->in = c10_data(t);
     pl->dt = t->dtype;
     pl->ct = compute_type(t->dtype);
     pl->nk = pl->nr = 0;
     pl->nout = pl->nred = 1;
+    int order[CT_MAX_DIMS], nred = 0;
     for (int d = 0; d < t->ndim; d++) {
+        if (mask[d]) pl->nred *= t->sizes[d];
+        else pl->nout *= t->sizes[d];
+    }
+    /* kept dims in logical order (the output's), then the reduced dims */
+    for (int d = 0; d < t->ndim; d++)
+        if (!mask[d]) order[nred++] = d;
+    int nkept = nred;
+    for (int d = 0; d < t->ndim; d++)
+        if (mask[d]) order[nred++] = d;
+    for (int i = nkept + 1; any_order && i < nred; i++) { /* insertion sort, stable */
+        int d = order[i], j = i;
+        uint64_t sd = (uint64_t)t->strides[d] - 1; /* stride 0 sorts as the largest */
+        while (j > nkept && (uint64_t)t->strides[order[j - 1]] - 1 < sd) order[j] = order[j - 1], j--;
+        order[j] = d;
+    }
+    for (int i = 0; i < nred; i++) {
+        int d = order[i];
         int64_t sz = t->sizes[d], st = t->strides[d] * es;
-        if (mask[d]) pl->nred *= sz;
-        else pl->nout *= sz;
         if (sz == 1) continue;
         int64_t *S = mask[d] ? pl->rs : pl->ks, *ST = mask[d] ? pl->rst : pl->kst;
         int *n = mask[d] ? &pl->nr : &pl->nk;
@@ -135,8 +154,6 @@ static int64_t kept_offset(const RPlan *pl, int64_t o) {
 
 /* ---------------------------------------------------------------- gather */
 
-static _Thread_local _Alignas(64) char gbuf[GCHUNK * 8];
-
 /* n contiguous elements of sd into cd (the compute dtype): the 16-bit floats
  * through F16C / a shift, vectorised; the rest through c10_convert. */
 static void convert_run(void *dst, ct_dtype cd, const char *src, ct_dtype sd, int64_t n) {
@@ -160,8 +177,10 @@ static void convert_run(void *dst, ct_dtype cd, const char *src, ct_dtype sd, in
     c10_convert(dst, cd, src, sd, n);
 }
 
-/* n elements at src (byte stride) converted to the compute dtype into gbuf */
-static void *gather(const char *src, int64_t stride, ct_dtype sd, int ct, int64_t n) {
+/* n (<= GCHUNK) elements at src (byte stride) converted to the compute dtype
+ * into gbuf, the caller's (on its stack: a thread-local buffer in a shared
+ * library costs a __tls_get_addr call per access) */
+static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, int ct, int64_t n) {
     ct_dtype cd = ct_dtype_of_compute[ct];
     int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[cd];
     if (stride == es) {
@@ -208,6 +227,7 @@ static void reduce_range(const RPlan *pl, int rk, const char *base, int64_t lo, 
     }
     int64_t inner = pl->rs[nr - 1], istr = pl->rst[nr - 1];
     bool direct = pl->dt == ct_dtype_of_compute[pl->ct] && istr == (int64_t)c10_elsize[pl->dt];
+    _Alignas(64) char gbuf[GCHUNK * 8];
     int64_t pos = lo;
     while (pos < hi) {
         int64_t n = inner - idx[nr - 1];
@@ -219,7 +239,7 @@ static void reduce_range(const RPlan *pl, int rk, const char *base, int64_t lo, 
         } else {
             for (int64_t j = 0; j < n; j += GCHUNK) {
                 int64_t m = n - j < GCHUNK ? n - j : GCHUNK;
-                k(st, gather(ptr + j * istr, istr, pl->dt, pl->ct, m), m, pos + j, p);
+                k(st, gather(gbuf, ptr + j * istr, istr, pl->dt, pl->ct, m), m, pos + j, p);
             }
         }
         pos += n;
@@ -290,14 +310,14 @@ static int nthreads_for(int64_t work) {
 /* Vectorised across the contiguous innermost kept dim: sums. */
 static bool outer_ok(const RPlan *pl, int rk) {
     if (rk != RK_SUM) return false;
-    int64_t es = (int64_t)c10_elsize[pl->dt];
-    if (pl->kst[pl->nk - 1] != es) return false;
+    int64_t es = (int64_t)c10_elsize[pl->dt], kst = pl->kst[pl->nk - 1];
+    if (kst <= 0 || kst > 64 / 2) return false; /* rows: two elements or more per line */
     if (pl->ks[pl->nk - 1] < 8 || pl->nred < 2) return false;
     return pl->rst[pl->nr - 1] != es; /* an inner-contiguous reduction is better per output */
 }
 
 #define OBLOCK 4096 /* columns per unit (direct float / double) */
-#define CBLOCK 1024 /* columns per unit (converted dtypes) */
+#define CBLOCK 1024 /* columns per unit (converted dtypes, gathered rows) */
 
 /* A: the accumulator of a group of 64 rows (float for float, as PyTorch),
  * flushed into double accumulators. */
@@ -355,11 +375,12 @@ OUTER_SUM(float, float)
 OUTER_SUM(double, double)
 
 /* The same for inputs of another dtype than the compute one (float16,
- * bfloat16, integers, bool): each row segment is converted (contiguously)
- * into a buffer, then added into double or int64 accumulators. */
+ * bfloat16, integers, bool) or rows with a stride: each row segment is
+ * gathered and converted into a buffer, then added into double or int64
+ * accumulators. */
 static void outer_sum_conv(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) {
     int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;
-    int64_t bl = m - j0 < B ? m - j0 : B, es = (int64_t)c10_elsize[pl->dt];
+    int64_t bl = m - j0 < B ? m - j0 : B, es = pl->kst[pl->nk - 1];
     int64_t off = 0, rest = ko;
     for (int d = pl->nk - 2; d >= 0; d--) {
         off += (rest % pl->ks[d]) * pl->kst[d];
@@ -369,14 +390,14 @@ static void outer_sum_conv(const RPlan *pl, const RCtx *c, int64_t unit, int64_t
     bool ints = pl->ct == CT_I64;
     double acc[CBLOCK];
     uint64_t iacc[CBLOCK];
-    _Alignas(64) char tmp[CBLOCK * 8];
+    _Alignas(64) char buf[CBLOCK * 8];
     for (int64_t j = 0; j < bl; j++) acc[j] = 0, iacc[j] = 0;
     int nr = pl->nr;
     int64_t idx[CT_MAX_DIMS] = {0};
     for (int64_t r = 0; r < pl->nred; r++) {
         const char *ptr = base;
         for (int d = 0; d < nr; d++) ptr += idx[d] * pl->rst[d];
-        convert_run(tmp, ct_dtype_of_compute[pl->ct], ptr, pl->dt, bl);
+        const void *tmp = gather(buf, ptr, es, pl->dt, pl->ct, bl);
         if (ints) {
             const int64_t *restrict t = (const int64_t *)tmp;
             for (int64_t j = 0; j < bl; j++) iacc[j] += (uint64_t)t[j];
@@ -402,13 +423,13 @@ static void outer_sum_conv(const RPlan *pl, const RCtx *c, int64_t unit, int64_t
 static void run_outer(const RPlan *pl, const RCtx *c) {
     int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m;
     int nt = nthreads_for(pl->nout * pl->nred);
-    bool conv = pl->dt != CT_FLOAT32 && pl->dt != CT_FLOAT64;
+    bool conv = (pl->dt != CT_FLOAT32 && pl->dt != CT_FLOAT64) || pl->kst[pl->nk - 1] != (int64_t)c10_elsize[pl->dt];
     int64_t B = (m + nt - 1) / nt;
     if (B > (conv ? CBLOCK : OBLOCK)) B = conv ? CBLOCK : OBLOCK;
     if (B < 64) B = m < 64 ? m : 64;
     int64_t nb = (m + B - 1) / B, units = outer * nb;
     void (*f)(const RPlan *, const RCtx *, int64_t, int64_t, int64_t) =
-        pl->dt == CT_FLOAT32 ? outer_sum_float : pl->dt == CT_FLOAT64 ? outer_sum_double : outer_sum_conv;
+        conv ? outer_sum_conv : pl->dt == CT_FLOAT32 ? outer_sum_float : outer_sum_double;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
@@ -504,7 +525,7 @@ static TensorImpl *reduce_into(const TensorImpl *t, const bool *mask, bool keepd
     TensorImpl *o = alloc_out(t, mask, keepdim, dt);
     if (!o || o->device == CT_META) return o;
     RPlan pl;
-    plan_build(&pl, t, mask);
+    plan_build(&pl, t, mask, rk != RK_MAX && rk != RK_MIN);
     c->rk = rk;
     c->vout = c10_data(o);
     c->vdt = dt;
@@ -588,7 +609,7 @@ int fwd_max_dim(int op, const OpArgs *a, TensorImpl **out) {
     if (!out[1]) return -1;
     if (t->device != CT_META) {
         RPlan pl;
-        plan_build(&pl, t, mask);
+        plan_build(&pl, t, mask, false);
         int rk = op == OP_max_dim ? RK_MAX : RK_MIN;
         RCtx c = {.rk = rk, .fin = FIN_VALIDX, .vout = c10_data(out[0]), .vdt = t->dtype,
                   .iout = (int64_t *)c10_data(out[1])};
@@ -676,7 +697,7 @@ int fwd_argmax(int op, const OpArgs *a, TensorImpl **out) {
     if (!o) return -1;
     if (t->device != CT_META) {
         RPlan pl;
-        plan_build(&pl, t, mask);
+        plan_build(&pl, t, mask, false);
         int rk = op == OP_argmax ? RK_MAX : RK_MIN;
         RCtx c = {.rk = rk, .fin = FIN_INDEX, .iout = (int64_t *)c10_data(o), .vdt = CT_INT64};
         run_reduce(&pl, rk, &c);
@@ -696,7 +717,7 @@ int fwd_var(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *o = alloc_out(t, mask, keepdim, t->dtype);
     if (!o || o->device == CT_META) ONE(o);
     RPlan pl;
-    plan_build(&pl, t, mask);
+    plan_build(&pl, t, mask, true);
     double *means = malloc(sizeof(double) * (size_t)(pl.nout ? pl.nout : 1));
     if (!means) {
         c10_release(o);
@@ -743,7 +764,7 @@ int fwd_logsumexp(int op, const OpArgs *a, TensorImpl **out) {
         return -1;
     }
     RPlan pl;
-    plan_build(&pl, x, mask);
+    plan_build(&pl, x, mask, true);
     double *m = malloc(sizeof(double) * (size_t)(pl.nout ? pl.nout : 1));
     if (!m) {
         c10_release(o);

@@ -1,0 +1,107 @@
+"""Parity of the reduction engine's layout paths with PyTorch: reduced dims
+walked in memory order (full and partial reductions of transposed / permuted /
+expanded inputs; index-returning reductions keep logical order), sums across a
+strided kept dim (sum(0) of a ::2 slice), and softmax of 16-bit floats, for
+every dtype."""
+from ctypes import POINTER, c_bool, c_double, c_int, c_void_p
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import ctorch_ffi as ct  # noqa: E402
+
+lib = ct.lib
+T = CT = c_void_p
+INTP = POINTER(c_int)
+for _n in ["ct_sum_dims", "ct_amax", "ct_logsumexp"]:
+    ct.declare(_n, T, [CT, INTP, c_int, c_bool])
+ct.declare("ct_sum", T, [CT])
+ct.declare("ct_argmax", T, [CT, c_bool, c_int, c_bool])
+ct.declare("ct_var", T, [CT, INTP, c_int, c_double, c_bool])
+for _n in ["ct_softmax", "ct_log_softmax"]:
+    ct.declare(_n, T, [CT, c_int])
+
+GEN = torch.Generator().manual_seed(7)
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
+          torch.uint8, torch.bool]
+
+
+def rand(shape, dtype):
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=GEN) > 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(0 if dtype == torch.uint8 else -50, 50, shape, generator=GEN, dtype=dtype)
+    return torch.randn(shape, generator=GEN, dtype=torch.float64).to(dtype)
+
+
+def tol(dtype):
+    return {torch.float16: (1e-2, 1e-2), torch.bfloat16: (2e-2, 2e-2), torch.float32: (1e-5, 1e-4)}.get(
+        dtype, (1e-10, 1e-10))
+
+
+def dims(*d):
+    return (c_int * len(d))(*d), len(d)
+
+
+def layouts(dtype):
+    """Inputs whose memory order differs from the logical order."""
+    return {
+        "t": rand((300, 70), dtype).t(),
+        "permute": rand((9, 40, 33), dtype).permute(2, 0, 1),
+        "expand": rand((1, 50, 33), dtype).expand(20, 50, 33),
+        "slice": rand((64, 200), dtype)[:, ::2],
+        "slice-t": rand((200, 64), dtype)[::2].t(),
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
+def test_sum_layouts(dtype):
+    for name, x in layouts(dtype).items():
+        h = ct.from_torch(x)
+        rtol, atol = tol(dtype)
+        atol *= x.numel() ** 0.5
+        ct.assert_close(ct.check(lib.ct_sum(h)), x.sum(), rtol=rtol, atol=atol, what=f"{name} sum(): ")
+        for d in range(x.dim()):
+            da, nd = dims(d)
+            ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(d), rtol=rtol, atol=atol,
+                            what=f"{name} sum({d}): ")
+        da, nd = dims(0, x.dim() - 1)
+        ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, True)), x.sum((0, x.dim() - 1), keepdim=True),
+                        rtol=rtol, atol=atol, what=f"{name} sum((0, -1)): ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.float16],
+                         ids=lambda d: str(d)[6:])
+def test_order_sensitive_reductions(dtype):
+    """argmax over everything reports logical (flattened) positions: ties and all."""
+    for name, x in layouts(dtype).items():
+        x = (x.to(torch.float64) // 2).to(dtype) if dtype.is_floating_point else x // 7  # many ties
+        h = ct.from_torch(x)
+        ct.assert_close(ct.check(lib.ct_argmax(h, False, 0, False)), x.argmax(), what=f"{name} argmax(): ")
+        da, nd = dims(*range(x.dim()))
+        ct.assert_close(ct.check(lib.ct_amax(h, da, nd, False)), x.amax(tuple(range(x.dim()))),
+                        what=f"{name} amax(): ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=lambda d: str(d)[6:])
+def test_var_logsumexp_layouts(dtype):
+    for name, x in layouts(dtype).items():
+        h = ct.from_torch(x)
+        da, nd = dims(*range(x.dim()))
+        ct.assert_close(ct.check(lib.ct_var(h, da, nd, 1.0, False)), x.var(),
+                        rtol=1e-6, atol=1e-6, what=f"{name} var(): ")
+        ct.assert_close(ct.check(lib.ct_logsumexp(h, da, nd, False)), x.logsumexp(tuple(range(x.dim()))),
+                        rtol=1e-6, atol=1e-6, what=f"{name} logsumexp(): ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64],
+                         ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("shape,dim", [((64, 1000), -1), ((3, 4097), -1), ((70, 5, 9), 1), ((300, 33), 0)])
+def test_softmax_dtypes(dtype, shape, dim):
+    """16-bit floats compute in float32 and round once, as torch."""
+    x = (rand(shape, torch.float64) * 4).to(dtype)
+    h = ct.from_torch(x)
+    rtol, atol = tol(dtype)
+    for fn, tf in (("ct_softmax", torch.softmax), ("ct_log_softmax", torch.log_softmax)):
+        want = tf(x.float(), dim).to(dtype) if dtype in (torch.float16, torch.bfloat16) else tf(x, dim)
+        ct.assert_close(ct.check(getattr(lib, fn)(h, dim)), want, rtol=rtol, atol=atol, what=f"{fn}: ")
