@@ -28,9 +28,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#ifdef __F16C__
-#include <immintrin.h>
-#endif
 
 #define GRAIN 32768   /* below this many input elements, one thread */
 #define GCHUNK 1024   /* elements per gathered step */
@@ -155,25 +152,24 @@ static int64_t kept_offset(const RPlan *pl, int64_t o) {
 /* ---------------------------------------------------------------- gather */
 
 /* n contiguous elements of sd into cd (the compute dtype): the 16-bit floats
- * through F16C / a shift, vectorised; the rest through c10_convert. */
+ * and the narrower integers in vectorised loops, the rest through c10_convert. */
 static void convert_run(void *dst, ct_dtype cd, const char *src, ct_dtype sd, int64_t n) {
-    if (sd == CT_BFLOAT16 && cd == CT_FLOAT32) {
-        const uint16_t *restrict s = (const uint16_t *)src;
-        uint32_t *restrict d = dst;
-        for (int64_t i = 0; i < n; i++) d[i] = (uint32_t)s[i] << 16;
+    if ((sd == CT_BFLOAT16 || sd == CT_FLOAT16) && cd == CT_FLOAT32) {
+        rk_half_to_float(dst, (const uint16_t *)src, sd == CT_BFLOAT16, n);
         return;
     }
-#ifdef __F16C__
-    if (sd == CT_FLOAT16 && cd == CT_FLOAT32) {
-        const uint16_t *s = (const uint16_t *)src;
-        float *d = dst;
-        int64_t i = 0;
-        for (; i + 8 <= n; i += 8)
-            _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
-        for (; i < n; i++) d[i] = c10_h2f(s[i]);
-        return;
+    int64_t *restrict o = dst;
+    switch (cd == CT_INT64 ? sd : CT_INT64) { /* integers widen to int64 in plain loops */
+#define WIDEN(T)                                                                         \
+    for (int64_t i = 0; i < n; i++) o[i] = ((const T *)src)[i];                           \
+    return;
+    case CT_UINT8: WIDEN(uint8_t)
+    case CT_INT8: WIDEN(int8_t)
+    case CT_INT16: WIDEN(int16_t)
+    case CT_INT32: WIDEN(int32_t)
+#undef WIDEN
+    default: break;
     }
-#endif
     c10_convert(dst, cd, src, sd, n);
 }
 
@@ -901,6 +897,19 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
                              logm ? "log_softmax" : "softmax", c10_dtype_cname(t->dtype));
     if (t->device == CT_META) ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device));
     ct_dtype wdt = t->dtype == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32;
+    int64_t outer, D, inner;
+    split3(t, d, &outer, &D, &inner);
+    if (wdt != t->dtype && inner == 1 && t->numel) { /* 16-bit rows: converted one by one */
+        TensorImpl *x = at_contiguous(t), *y = x ? c10_empty(t->sizes, t->ndim, t->dtype, t->device) : NULL;
+        if (y && !softmax_half((const uint16_t *)c10_data(x), (uint16_t *)c10_data(y), t->dtype == CT_BFLOAT16,
+                               outer, D, logm, nthreads_for(t->numel))) {
+            c10_release(y);
+            y = NULL;
+            c10_error("%s: out of memory", name);
+        }
+        c10_release(x);
+        ONE(y);
+    }
     TensorImpl *x = wdt == t->dtype ? at_contiguous(t) : contig_copy(t, wdt);
     if (!x) return -1;
     TensorImpl *y = c10_empty(t->sizes, t->ndim, wdt, t->device);
@@ -908,8 +917,6 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
         c10_release(x);
         return -1;
     }
-    int64_t outer, D, inner;
-    split3(t, d, &outer, &D, &inner);
     if (t->numel) {
         int nt = nthreads_for(t->numel);
         if (wdt == CT_FLOAT32) softmax_float((const float *)c10_data(x), (float *)c10_data(y), outer, D, inner, logm, nt);

@@ -33,4 +33,11 @@ CT_INTERNAL void softmax_float(const float *x, float *y, int64_t outer, int64_t 
                                                          int64_t inner, bool logm, int nt);
 CT_INTERNAL void softmax_double(const double *x, double *y, int64_t outer, int64_t D,
                                                           int64_t inner, bool logm, int nt);
+/* the same along the last dim for float16 / bfloat16 (bf), computed in float32
+ * and rounded once; false: out of memory */
+CT_INTERNAL bool softmax_half(const uint16_t *x, uint16_t *y, bool bf, int64_t outer, int64_t D, bool logm,
+                              int nt);
+/* n float16 / bfloat16 (bf) values to float and back (round to nearest even), vectorised */
+CT_INTERNAL void rk_half_to_float(float *d, const uint16_t *s, bool bf, int64_t n);
+CT_INTERNAL void rk_float_to_half(uint16_t *d, const float *s, bool bf, int64_t n);
 #endif
