@@ -234,11 +234,28 @@ IM2COL(f32, float)
 IM2COL(f64, double)
 IM2COL(i64, int64_t)
 
+/* y[r, :n] = b[r] for r < rows: the bias under a gemm with beta 1 */
+#define FILL_ROWS(SUF, T)                                                                                 \
+    static void fill_rows_##SUF(T *restrict y, const T *restrict b, int64_t rows, int64_t n) {            \
+        for (int64_t r = 0; r < rows; r++)                                                                 \
+            for (int64_t j = 0; j < n; j++) y[r * n + j] = b[r];                                           \
+    }
+FILL_ROWS(f32, float)
+FILL_ROWS(f64, double)
+FILL_ROWS(i64, int64_t)
+
 static void im2col(ct_dtype cd, const void *x, void *col, const ConvGeo *g) {
     switch (cd) {
     case CT_FLOAT32: im2col_f32(x, col, g); break;
     case CT_FLOAT64: im2col_f64(x, col, g); break;
     default: im2col_i64(x, col, g); break;
+    }
+}
+static void fill_rows(ct_dtype cd, void *y, const void *b, int64_t rows, int64_t n) {
+    switch (cd) {
+    case CT_FLOAT32: fill_rows_f32(y, b, rows, n); break;
+    case CT_FLOAT64: fill_rows_f64(y, b, rows, n); break;
+    default: fill_rows_i64(y, b, rows, n); break;
     }
 }
 static void col2im(ct_dtype cd, const void *col, void *x, const ConvGeo *g) {
@@ -271,11 +288,218 @@ static bool batch_parallel(const ConvGeo *g) {
     return g->N > 1 && nthreads() > 1 && macs >= 262144.0;
 }
 
+/* ------------------------------------------------- Winograd F(2x2, 3x3)
+ * A stride-1 3x3 convolution (one group, no dilation) in float32/float64 runs
+ * as Winograd's F(2x2, 3x3) (Lavin & Gray, 2015): each 2x2 tile of an output
+ * plane is A^T [sum_c (G g G^T) . (B^T d B)] A, d the 4x4 input tile around it
+ * and g the 3x3 kernel of (o, c). The channel sums are 16 gemms, one per
+ * position e of the 4x4 transformed tile, M[e][O, tiles] = U[e][O, C] @
+ * V[e][C, tiles], over the tiles of a chunk of samples: 16 multiplies per
+ * tile instead of 36. The transforms only add (and halve the weight), so the
+ * rounding stays within a few ulps of the direct sum. The input gradient is
+ * the same convolution of grad_output with the weight transposed and flipped,
+ * and padding 2 - p. */
+#define WINO_CHUNK_BYTES (1 << 20)
+
+typedef struct {
+    int64_t N, C, H, W, O, Ho, Wo, ph, pw; /* as run: C input and O output channels */
+    bool flip;                              /* weight [C, O, 3, 3], transposed and flipped */
+    int64_t th, tw;                         /* tiles per plane: ceil(Ho / 2) x ceil(Wo / 2) */
+} Wino;
+
+#define WINOGRAD(SUF, T)                                                                                  \
+    /* U[16][O][C] = G g G^T for each kernel g of (o, c) */                                               \
+    static void wino_weight_##SUF(const void *wv, void *Uv, const Wino *q) {                              \
+        const T *w = wv;                                                                                   \
+        T *U = Uv;                                                                                         \
+        int64_t OC = q->O * q->C;                                                                          \
+        for (int64_t o = 0; o < q->O; o++)                                                                 \
+            for (int64_t c = 0; c < q->C; c++) {                                                           \
+                T g[9], t[12];                                                                             \
+                for (int k = 0; k < 9; k++)                                                                \
+                    g[k] = q->flip ? w[(c * q->O + o) * 9 + 8 - k] : w[(o * q->C + c) * 9 + k];            \
+                for (int j = 0; j < 3; j++) { /* t = G g */                                                \
+                    t[j] = g[j];                                                                           \
+                    t[3 + j] = (g[j] + g[3 + j] + g[6 + j]) / 2;                                           \
+                    t[6 + j] = (g[j] - g[3 + j] + g[6 + j]) / 2;                                           \
+                    t[9 + j] = g[6 + j];                                                                   \
+                }                                                                                          \
+                for (int i = 0; i < 4; i++) { /* U = t G^T */                                              \
+                    const T *r = t + 3 * i;                                                                \
+                    T *u = U + 4 * i * OC + o * q->C + c;                                                  \
+                    u[0] = r[0];                                                                           \
+                    u[OC] = (r[0] + r[1] + r[2]) / 2;                                                      \
+                    u[2 * OC] = (r[0] - r[1] + r[2]) / 2;                                                  \
+                    u[3 * OC] = r[2];                                                                      \
+                }                                                                                          \
+            }                                                                                              \
+    }                                                                                                      \
+    /* h[b][t] = (r B)[b] for n tiles t along rows r of 2 columns per tile (the last tile of a row     \
+     * reads 2 columns past it: fixed up by the caller) */                                               \
+    static void wino_b_##SUF(const T *restrict r, T *restrict h, int64_t n) {                              \
+        for (int64_t t = 0; t < n; t++) {                                                                  \
+            T r0 = r[2 * t], r1 = r[2 * t + 1], r2 = r[2 * t + 2], r3 = r[2 * t + 3];                      \
+            h[t] = r0 - r2, h[n + t] = r1 + r2, h[2 * n + t] = r2 - r1, h[3 * n + t] = r1 - r3;             \
+        }                                                                                                  \
+    }                                                                                                      \
+    /* v[a * ldb + t] = (B^T d)[a] for n tiles t, d rows: he, ho, he + tw, ho + tw */                      \
+    static void wino_bt_##SUF(const T *restrict he, const T *restrict ho, T *restrict v, int64_t n, int64_t tw, \
+                              int64_t ldb) {                                                              \
+        for (int64_t t = 0; t < n; t++) {                                                                  \
+            T d0 = he[t], d1 = ho[t], d2 = he[t + tw], d3 = ho[t + tw];                                    \
+            v[t] = d0 - d2, v[ldb + t] = d1 + d2, v[2 * ldb + t] = d2 - d1, v[3 * ldb + t] = d1 - d3;      \
+        }                                                                                                  \
+    }                                                                                                      \
+    /* A^T m A for nt tiles, m[16 * ldm]: the output's even rows in ye, its odd rows in yo */              \
+    static void wino_a_##SUF(const T *restrict m, int64_t ldm, int64_t nt, T *restrict ye, T *restrict yo) { \
+        for (int64_t t = 0; t < nt; t++) {                                                                 \
+            T a[16];                                                                                       \
+            for (int k = 0; k < 16; k++) a[k] = m[k * ldm + t];                                            \
+            T s00 = a[0] + a[4] + a[8], s01 = a[1] + a[5] + a[9], s02 = a[2] + a[6] + a[10];               \
+            T s03 = a[3] + a[7] + a[11], s10 = a[4] - a[8] - a[12], s11 = a[5] - a[9] - a[13];             \
+            T s12 = a[6] - a[10] - a[14], s13 = a[7] - a[11] - a[15];                                      \
+            ye[2 * t] = s00 + s01 + s02, ye[2 * t + 1] = s01 - s02 - s03;                                  \
+            yo[2 * t] = s10 + s11 + s12, yo[2 * t + 1] = s11 - s12 - s13;                                  \
+        }                                                                                                  \
+    }                                                                                                      \
+    static void add_##SUF(const T *restrict src, T b, T *restrict dst, int64_t n) {                        \
+        for (int64_t k = 0; k < n; k++) dst[k] = src[k] + b;                                               \
+    }                                                                                                      \
+    /* V[16][C][ldv], columns from t0: B^T d B for each tile of one sample x[C, H, W]. The padded plane's \
+     * even and odd rows (2 * tw columns; the 2 more its last tiles reach kept apart) and both passes    \
+     * are flat over the tiles. */                                                                        \
+    static void wino_input_##SUF(const void *xv, void *Vv, int64_t ldv, int64_t t0, void *rows, const Wino *q) { \
+        const T *x = xv;                                                                                   \
+        T *V = Vv;                                                                                         \
+        const int64_t th = q->th, tw = q->tw, W2 = 2 * tw, nr = th + 1, nh = nr * tw, CV = q->C * ldv;     \
+        const int64_t lo = q->pw < W2 + 2 ? q->pw : W2 + 2, hi = q->W + q->pw < W2 + 2 ? q->W + q->pw : W2 + 2; \
+        T *pe = rows, *po = pe + nr * W2 + 2, *halo = po + nr * W2 + 2, *he = halo + 4 * nr, *ho = he + 4 * nh; \
+        T *row = ho + 4 * nh;                                                                              \
+        for (int64_t c = 0; c < q->C; c++) {                                                               \
+            for (int64_t r = 0; r < 2 * nr; r++) { /* padded row r: pe or po row r / 2, and its halo */    \
+                int64_t ih = r - q->ph;                                                                    \
+                memset(row, 0, (size_t)(W2 + 2) * sizeof(T));                                              \
+                if (ih >= 0 && ih < q->H)                                                                  \
+                    memcpy(row + lo, x + (c * q->H + ih) * q->W, (size_t)(hi - lo) * sizeof(T));           \
+                memcpy((r & 1 ? po : pe) + r / 2 * W2, row, (size_t)W2 * sizeof(T));                      \
+                halo[2 * r] = row[W2], halo[2 * r + 1] = row[W2 + 1];                                      \
+            }                                                                                              \
+            for (int par = 0; par < 2; par++) { /* d B along the rows, then the rows' last tiles */        \
+                const T *p = par ? po : pe;                                                                \
+                T *h = par ? ho : he;                                                                      \
+                wino_b_##SUF(p, h, nh);                                                                    \
+                for (int64_t i = 0; i < nr; i++) {                                                         \
+                    int64_t t = i * tw + tw - 1;                                                           \
+                    T r0 = p[2 * t], r1 = p[2 * t + 1], r2 = halo[2 * (2 * i + par)];                      \
+                    T r3 = halo[2 * (2 * i + par) + 1];                                                    \
+                    h[t] = r0 - r2, h[nh + t] = r1 + r2, h[2 * nh + t] = r2 - r1, h[3 * nh + t] = r1 - r3;  \
+                }                                                                                          \
+            }                                                                                              \
+            for (int b = 0; b < 4; b++) /* B^T (d B), down the columns */                                  \
+                wino_bt_##SUF(he + b * nh, ho + b * nh, V + b * CV + c * ldv + t0, th * tw, tw, 4 * CV);    \
+        }                                                                                                  \
+    }                                                                                                      \
+    /* y[O, Ho, Wo] = A^T M A (+ bias) for each tile of one sample, M[16][O][ldm] from column t0 */       \
+    static void wino_output_##SUF(const void *Mv, int64_t ldm, int64_t t0, const void *bv, void *yv,      \
+                                  void *rows, const Wino *q) {                                             \
+        const T *M = Mv, *bias = bv;                                                                       \
+        T *y = yv, *ye = rows, *yo = ye + 2 * q->th * q->tw;                                               \
+        for (int64_t o = 0; o < q->O; o++) {                                                               \
+            wino_a_##SUF(M + o * ldm + t0, q->O * ldm, q->th * q->tw, ye, yo);                             \
+            for (int64_t h = 0; h < q->Ho; h++)                                                            \
+                add_##SUF((h & 1 ? yo : ye) + h / 2 * 2 * q->tw, bias ? bias[o] : 0, y + (o * q->Ho + h) * q->Wo, \
+                          q->Wo);                                                                          \
+        }                                                                                                  \
+    }
+WINOGRAD(f32, float)
+WINOGRAD(f64, double)
+
+static const struct {
+    void (*weight)(const void *w, void *U, const Wino *q);
+    void (*input)(const void *x, void *V, int64_t ldv, int64_t t0, void *rows, const Wino *q);
+    void (*output)(const void *M, int64_t ldm, int64_t t0, const void *bias, void *y, void *rows, const Wino *q);
+} wino_fn[2] = {{wino_weight_f32, wino_input_f32, wino_output_f32}, {wino_weight_f64, wino_input_f64, wino_output_f64}};
+
+/* Whether a convolution (input_grad: its input gradient) takes the Winograd
+ * path: enough channels both ways for the gemms to dominate the transforms;
+ * the input gradient's own padding, 2 - p, must not be negative. (The weight
+ * gradient stays with im2col: through Winograd's transforms its small
+ * entries lose more precision than training against torch tolerates.) */
+static bool use_winograd(ct_dtype cd, const ConvGeo *g, bool input_grad) {
+    return (cd == CT_FLOAT32 || cd == CT_FLOAT64) && g->kh == 3 && g->kw == 3 && g->sh == 1 && g->sw == 1 &&
+           g->dh == 1 && g->dw == 1 && g->groups == 1 && g->C >= 8 && g->O >= 8 &&
+           (!input_grad || (g->ph <= 2 && g->pw <= 2));
+}
+
+/* dst = the sum of the nt partial sums part[t] (n elements each), in thread order. */
+static void sum_parts(ct_dtype cd, char *dst, const char *part, int nt, int64_t n) {
+    int64_t es = (int64_t)c10_elsize[cd];
+    memcpy(dst, part, (size_t)(n * es));
+    for (int t = 1; t < nt; t++) {
+        const char *p = part + (int64_t)t * n * es;
+        if (cd == CT_FLOAT32)
+            for (int64_t k = 0; k < n; k++) ((float *)dst)[k] += ((const float *)p)[k];
+        else if (cd == CT_FLOAT64)
+            for (int64_t k = 0; k < n; k++) ((double *)dst)[k] += ((const double *)p)[k];
+        else
+            for (int64_t k = 0; k < n; k++)
+                ((int64_t *)dst)[k] = (int64_t)((uint64_t)((int64_t *)dst)[k] + (uint64_t)((const int64_t *)p)[k]);
+    }
+}
+
+/* The Winograd run of conv_fwd_kernel (input_grad false: y = conv(x, w) +
+ * bias) or of conv_bwd_input_kernel (x = grad_output, y = the input gradient). */
+static int conv_winograd(ct_dtype cd, const char *x, const char *w, const char *bias, char *y, const ConvGeo *g,
+                         bool input_grad, bool par) {
+    Wino q = {.N = g->N, .C = g->C, .H = g->H, .W = g->W, .O = g->O, .Ho = g->Ho, .Wo = g->Wo, .ph = g->ph,
+              .pw = g->pw, .flip = input_grad};
+    if (input_grad)
+        q.C = g->O, q.H = g->Ho, q.W = g->Wo, q.O = g->C, q.Ho = g->H, q.Wo = g->W, q.ph = 2 - g->ph, q.pw = 2 - g->pw;
+    q.th = (q.Ho + 1) / 2, q.tw = (q.Wo + 1) / 2;
+    int64_t es = (int64_t)c10_elsize[cd], tiles = q.th * q.tw, xs = q.C * q.H * q.W * es, ys = q.O * q.Ho * q.Wo * es;
+    /* samples per chunk: the chunk's V and M within about half an L2 cache, the chunks spread evenly */
+    int64_t nt = par ? nthreads() : 1, nb = WINO_CHUNK_BYTES / (16 * (q.C + q.O) * tiles * es);
+    nb = nb < 1 ? 1 : nb > q.N ? q.N : nb;
+    int64_t nchunk = (q.N + nb - 1) / nb;
+    nchunk = (nchunk + nt - 1) / nt * nt;
+    nb = (q.N + nchunk - 1) / nchunk;
+    nchunk = (q.N + nb - 1) / nb;
+    const int f = cd == CT_FLOAT64;
+    size_t usz = (size_t)(16 * q.O * q.C * es), vsz = (size_t)(16 * q.C * nb * tiles * es);
+    size_t msz = (size_t)(16 * q.O * nb * tiles * es), rsz = (size_t)((12 * (q.th + 1) * q.tw + 4 * q.th + 2 * q.tw + 16) * es);
+    char *U = c10_alloc(usz);
+    if (!U) return -1;
+    wino_fn[f].weight(w, U, &q);
+    int fail = 0;
+OMP(omp parallel if (par) reduction(| : fail))
+    {
+        char *V = c10_alloc(vsz), *M = V ? c10_alloc(msz) : NULL, *rows = M ? c10_alloc(rsz) : NULL;
+        if (!rows) fail = 1;
+        else {
+OMP(omp for schedule(static))
+            for (int64_t k = 0; k < nchunk; k++) {
+                int64_t n0 = k * nb, n1 = n0 + nb < q.N ? n0 + nb : q.N, tt = (n1 - n0) * tiles;
+                for (int64_t n = n0; n < n1; n++) wino_fn[f].input(x + n * xs, V, tt, (n - n0) * tiles, rows, &q);
+                for (int e = 0; e < 16; e++) /* M[e] = U[e] @ V[e] */
+                    fail |= la_gemm(cd, q.O, tt, q.C, 1, U + e * q.O * q.C * es, q.C, 1, V + e * q.C * tt * es, tt, 1,
+                                    0, M + e * q.O * tt * es, tt) < 0;
+                for (int64_t n = n0; n < n1; n++)
+                    wino_fn[f].output(M, tt, (n - n0) * tiles, bias, y + n * ys, rows, &q);
+            }
+        }
+        c10_dealloc(V, vsz);
+        c10_dealloc(M, msz);
+        c10_dealloc(rows, rsz);
+    }
+    c10_dealloc(U, usz);
+    return fail ? c10_error_int("out of memory") : 0;
+}
+
 /* y[N, O, Ho, Wo] = conv(x[N, C, H, W], w[O, Cg, kh, kw]) + bias; all contiguous cd. */
 static int conv_fwd_kernel(ct_dtype cd, const char *x, const char *w, const char *bias, char *y, const ConvGeo *g) {
     int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
     bool pw = is_pointwise(g), par = batch_parallel(g);
-    (void)par;
+    if (use_winograd(cd, g, false)) return conv_winograd(cd, x, w, bias, y, g, false, par);
     int fail = 0;
 OMP(omp parallel if (par) reduction(| : fail))
     {
@@ -295,9 +519,7 @@ OMP(omp for schedule(static))
                     }
                     double beta = 0;
                     if (bias) {
-                        for (int64_t o = 0; o < Og; o++)
-                            for (int64_t j = 0; j < HW; j++)
-                                memcpy(yo + (o * HW + j) * es, bias + (gr * Og + o) * es, (size_t)es);
+                        fill_rows(cd, yo, bias + gr * Og * es, Og, HW);
                         beta = 1;
                     }
                     fail |= la_gemm(cd, Og, HW, KK, 1, w + gr * Og * KK * es, KK, 1, B, HW, 1, beta, yo, HW) < 0;
@@ -313,7 +535,7 @@ OMP(omp for schedule(static))
 static int conv_bwd_input_kernel(ct_dtype cd, const char *gy, const char *w, char *gx, const ConvGeo *g) {
     int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
     bool pw = is_pointwise(g), par = batch_parallel(g);
-    (void)par;
+    if (use_winograd(cd, g, true)) return conv_winograd(cd, gy, w, NULL, gx, g, true, par);
     int fail = 0;
     memset(gx, 0, (size_t)(g->N * g->C * g->H * g->W * es));
 OMP(omp parallel if (par) reduction(| : fail))
@@ -369,18 +591,7 @@ OMP(omp for schedule(static))
         }
         if (col) c10_dealloc(col, colsz);
     }
-    /* sum the partials in thread order */
-    memcpy(gw, part, (size_t)(wn * es));
-    for (int t = 1; t < nt; t++) {
-        const char *p = part + (int64_t)t * wn * es;
-        if (cd == CT_FLOAT32)
-            for (int64_t k = 0; k < wn; k++) ((float *)gw)[k] += ((const float *)p)[k];
-        else if (cd == CT_FLOAT64)
-            for (int64_t k = 0; k < wn; k++) ((double *)gw)[k] += ((const double *)p)[k];
-        else
-            for (int64_t k = 0; k < wn; k++)
-                ((int64_t *)gw)[k] = (int64_t)((uint64_t)((int64_t *)gw)[k] + (uint64_t)((const int64_t *)p)[k]);
-    }
+    sum_parts(cd, gw, part, nt, wn);
     free(part);
     return fail ? c10_error_int("out of memory") : 0;
 }
@@ -563,6 +774,36 @@ static int float_only(const char *op, const char *kernel, ct_dtype d) {
 
 static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
 
+/* One output row of the common 2x2, stride-2 window: the same scan order and
+ * rule as the general loop (larger, or NaN, wins), branch-free so that it
+ * vectorises. base: the flat index of the row's first window in its plane. */
+#define MAXPOOL2X2_ROW(SUF, T)                                                                            \
+    static inline void maxpool2x2_span_##SUF(const T *restrict r0, const T *restrict r1, T *restrict o,  \
+                                             int64_t *restrict oi, int64_t base, int64_t W, int64_t ow0,  \
+                                             int64_t n) {                                                 \
+        for (int64_t ow = ow0; ow < ow0 + n; ow++) {                                                       \
+            T m = r0[2 * ow], v[3] = {r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};                         \
+            int at = 0; /* 1 + which of v */                                                               \
+            for (int k = 0; k < 3; k++) {                                                                  \
+                bool take = (v[k] > m) | (v[k] != v[k]);                                                   \
+                m = take ? v[k] : m;                                                                       \
+                at = take ? k + 1 : at;                                                                    \
+            }                                                                                              \
+            o[ow] = m;                                                                                     \
+            oi[ow] = base + 2 * ow + (at & 1) + (at >> 1) * W;                                             \
+        }                                                                                                  \
+    }                                                                                                      \
+    /* spans of 8, the last one moved back to end at Wo (recomputing a few): no scalar tail */            \
+    static void maxpool2x2_row_##SUF(const T *in, T *o, int64_t *oi, int64_t base, int64_t W, int64_t Wo) { \
+        const T *r0 = in + base, *r1 = r0 + W;                                                             \
+        if (Wo < 8) maxpool2x2_span_##SUF(r0, r1, o, oi, base, W, 0, Wo);                                  \
+        else                                                                                               \
+            for (int64_t s = 0; s < Wo; s += 8)                                                            \
+                maxpool2x2_span_##SUF(r0, r1, o, oi, base, W, s + 8 <= Wo ? s : Wo - 8, 8);                \
+    }
+MAXPOOL2X2_ROW(f32, float)
+MAXPOOL2X2_ROW(f64, double)
+
 /* The max-pool kernel over planes of T: values and indices (ih * W + iw). */
 #define MAXPOOL(SUF, T)                                                                                   \
     static void maxpool_##SUF(const T *x, T *y, int64_t *idx, const PoolGeo *p) {                         \
@@ -574,23 +815,8 @@ static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
             int64_t *oi = idx + pl * p->Ho * p->Wo;                                                        \
             if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && !p->ph && !p->pw && p->dh == 1 &&   \
                 p->dw == 1 && 2 * p->Ho <= p->H && 2 * p->Wo <= p->W) {                                    \
-                /* the common 2x2 window, stride 2: the same scan order, unrolled; the geometry  \
-                 * in locals, since the stores below could alias *p */                              \
-                const int64_t W = p->W, Ho = p->Ho, Wo = p->Wo;                                            \
-                for (int64_t oh = 0; oh < Ho; oh++)                                                        \
-                    for (int64_t ow = 0; ow < Wo; ow++) {                                                  \
-                        int64_t base = 2 * oh * W + 2 * ow, best = base;                                   \
-                        T m = in[base]; /* then the same rule branch-free: larger, or NaN, wins */        \
-                        const int64_t off[3] = {1, W, W + 1};                                              \
-                        for (int k = 0; k < 3; k++) {                                                      \
-                            T v = in[base + off[k]];                                                       \
-                            bool take = v > m || v != v;                                                   \
-                            m = take ? v : m;                                                              \
-                            best = take ? base + off[k] : best;                                            \
-                        }                                                                                  \
-                        o[oh * Wo + ow] = m;                                                               \
-                        oi[oh * Wo + ow] = best;                                                           \
-                    }                                                                                      \
+                for (int64_t oh = 0; oh < p->Ho; oh++)                                                     \
+                    maxpool2x2_row_##SUF(in, o + oh * p->Wo, oi + oh * p->Wo, 2 * oh * p->W, p->W, p->Wo);  \
                 continue;                                                                                  \
             }                                                                                              \
             for (int64_t oh = 0; oh < p->Ho; oh++) {                                                       \

@@ -418,3 +418,61 @@ def test_finite_differences():
                     vals.append(float((ct.to_torch(ct.check(fn(*args))) * g).sum()))
                 num = (vals[0] - vals[1]) / (2 * eps)
                 assert math.isclose(num, float(got[i]), rel_tol=1e-5, abs_tol=1e-6), f"fd input {k}[{i}]"
+
+
+# ------------------------------------------------------------------ fast paths
+# Stride-1 3x3 convolutions with 8 or more channels each way (one group, float32/float64) run as
+# Winograd F(2x2, 3x3): the forward, and the input gradient when the padding is at most 2. Odd and
+# even plane sizes (tiles cut by the edge), paddings 0-3 and mixed, batch 1, unbatched, with and
+# without bias, and a batch that the kernel cuts into uneven chunks of several samples.
+WINO = [  # x shape, w shape, bias, padding
+    ((2, 8, 7, 9), (8, 8, 3, 3), True, 1),
+    ((1, 16, 6, 6), (12, 16, 3, 3), False, 0),
+    ((3, 9, 5, 8), (10, 9, 3, 3), True, 2),
+    ((2, 8, 4, 3), (8, 8, 3, 3), True, 3),
+    ((1, 8, 3, 4), (9, 8, 3, 3), True, (0, 1)),
+    ((8, 5, 5), (8, 8, 3, 3), False, (2, 1)),
+    ((5, 32, 14, 14), (64, 32, 3, 3), True, 1),
+]
+
+
+@pytest.fixture(params=[1, 2, 3])
+def threads(request):
+    """1, 2 or 3 OpenMP threads: the samples are cut into chunks per thread."""
+    before = lib.ct_get_num_threads()
+    lib.ct_set_num_threads(request.param)
+    yield request.param
+    lib.ct_set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", [F32, D])
+def test_conv2d_winograd(dtype, threads):
+    for xs, ws, hb, p in WINO:
+        x, w = rand(xs, dtype), rand(ws, dtype)
+        b = rand((ws[0],), dtype) if hb else None
+        got = ct.check(ct_conv2d(h(x), h(w), h(b), 1, p))
+        ct.assert_close(got, Fn.conv2d(x, w, b, 1, p), what=f"winograd {xs} {ws} p{p} {dtype}: ",
+                        **tol(dtype, ws[1] * 9))
+
+
+@GRAD
+def test_conv2d_winograd_grads(threads):
+    for xs, ws, hb, p in WINO[:-1]:
+        x, w = rand(xs, D), rand(ws, D)
+        b = rand((ws[0],), D) if hb else None
+        check_grads(lambda x, w, b: ct_conv2d(x, w, b, 1, p), lambda x, w, b: Fn.conv2d(x, w, b, 1, p), [x, w, b],
+                    f"winograd {xs} {ws} p{p}", second=threads == 1)
+
+
+@GRAD
+def test_conv2d_winograd_grads_f32():
+    """The float32 gradients of a W10-sized layer (Winograd input gradient) against torch's."""
+    x, w, b = rand((4, 32, 14, 14)), rand((64, 32, 3, 3)), rand((64,))
+    hs = [leaf(t) for t in (x, w, b)]
+    tt = [t.clone().requires_grad_(True) for t in (x, w, b)]
+    out = Fn.conv2d(*tt, 1, 1)
+    g = torch.randn(out.shape, generator=GEN)
+    want = torch.autograd.grad(out, tt, g)
+    got = grads_of(ct.check(ct_conv2d(*hs, 1, 1)), hs, g)
+    for k, (wa, go) in enumerate(zip(want, got)):
+        ct.assert_close(go, wa, rtol=1e-4, atol=1e-3 * (1 + float(wa.abs().max())) / 10, what=f"grad {k}: ")
