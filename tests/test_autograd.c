@@ -232,6 +232,14 @@ TEST(nodes_hold_sixteen_dim_geometry) {
         double v = 0.01 * i, c = i % 2 ? 1 : 3;
         CHECK_NEAR(g[i], c * (cos(v) * v + sin(v)), 1e-12);
     }
+    /* a view's backward scatters into the base's geometry: both geometries
+     * (sizes and strides of 16 dims each) travel as the op's int arguments */
+    ct_tensor *x2 = ct_detach(x);
+    ct_set_requires_grad(x2, true);
+    ct_tensor *v = ct_select(ct_narrow(x2, CT_MAX_DIMS - 1, 1, 1), 0, 0);
+    CHECK_EQ_INT(ct_backward(ct_sum(ct_mul(v, v)), NULL), 0);
+    CHECK_EQ_INT(ct_copy_to_buffer(ct_grad(x2), g, CT_FLOAT64), 0);
+    for (int i = 0; i < 256; i++) CHECK_NEAR(g[i], i % 2 ? 2 * 0.01 * i : 0, 1e-12);
 }
 
 int main(void) {

@@ -27,7 +27,9 @@ static ct_tensor *call1(int op, OpArgs *a) { return c10_wrap(ag_call1(op, a)); }
 
 static ct_tensor *unary(int op, const ct_tensor *x, double s0, double s1, double s2) {
     UNWRAP(x);
-    OpArgs a = {.t = {t_[0]}, .nt = 1, .s = {s0, s1, s2}};
+    OpArgs a;
+    op_args_init(&a, 1, t_[0], NULL, s0);
+    a.s[1] = s1, a.s[2] = s2;
     return call1(op, &a);
 }
 static int unary_(int op, ct_tensor *x, double s0, double s1, double s2) {
@@ -37,7 +39,8 @@ static int unary_(int op, ct_tensor *x, double s0, double s1, double s2) {
 }
 static ct_tensor *binary(int op, const ct_tensor *x, const ct_tensor *y, double alpha) {
     UNWRAP(x, y);
-    OpArgs a = {.t = {t_[0], t_[1]}, .nt = 2, .s = {alpha}};
+    OpArgs a;
+    op_args_init(&a, 2, t_[0], t_[1], alpha);
     return call1(op, &a);
 }
 static int binary_(int op, ct_tensor *x, const ct_tensor *y, double alpha) {
@@ -49,7 +52,8 @@ static ct_tensor *binary_scalar(int op, const ct_tensor *x, double v, double alp
     UNWRAP(x);
     TensorImpl *w = ag_wrapped_scalar(v, t_[0]->dtype);
     if (!w) return NULL;
-    OpArgs a = {.t = {t_[0], w}, .nt = 2, .s = {alpha}};
+    OpArgs a;
+    op_args_init(&a, 2, t_[0], w, alpha);
     TensorImpl *r = ag_call1(op, &a);
     c10_release(w);
     return c10_wrap(r);

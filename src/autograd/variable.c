@@ -435,19 +435,22 @@ int ag_call_inplace(int op, OpArgs *a) {
 
 TensorImpl *ag_unary(int op, TensorImpl *a) {
     if (!a) return NULL;
-    OpArgs args = {.t = {a}, .nt = 1};
+    OpArgs args;
+    op_args_init(&args, 1, a, NULL, 0);
     return ag_call1(op, &args);
 }
 
 TensorImpl *ag_binary(int op, TensorImpl *a, TensorImpl *b) {
     if (!a || !b) return NULL;
-    OpArgs args = {.t = {a, b}, .nt = 2, .s = {1}};
+    OpArgs args;
+    op_args_init(&args, 2, a, b, 1);
     return ag_call1(op, &args);
 }
 
 TensorImpl *ag_add_alpha(TensorImpl *a, TensorImpl *b, double alpha) {
     if (!a || !b) return NULL;
-    OpArgs args = {.t = {a, b}, .nt = 2, .s = {alpha}};
+    OpArgs args;
+    op_args_init(&args, 2, a, b, alpha);
     return ag_call1(OP_add, &args);
 }
 

@@ -18,6 +18,7 @@
 #define CT_OPS_H
 
 #include "core/core.h"
+#include <stddef.h>
 
 /* OpenMP pragmas that vanish in builds without OpenMP: OMP(omp parallel for ...) */
 #ifdef _OPENMP
@@ -27,17 +28,28 @@
 #endif
 
 #define OP_MAX_TENSORS 6
-#define OP_MAX_INTS (2 * CT_MAX_DIMS + 8)
+#define OP_MAX_INTS (4 * CT_MAX_DIMS + 8) /* view_scatter: two geometries (sizes, strides) */
 #define OP_MAX_OUTS 4
 
 typedef struct OpArgs {
     TensorImpl *t[OP_MAX_TENSORS]; /* tensor arguments, borrowed; optional ones may be NULL */
     int nt;
     double s[4];                   /* scalar arguments */
-    int64_t i[OP_MAX_INTS];        /* int arguments: dims, sizes, flags */
     int ni;
     TensorImpl *dst;               /* in-place and out= forms: write here (borrowed) */
+    int64_t i[OP_MAX_INTS];        /* int arguments: dims, sizes, flags; [0, ni) are set */
 } OpArgs;
+
+/* OpArgs for the hot elementwise calls: tensors and scalars cleared, the int
+ * array left as it is (ni = 0: nothing reads it), which `OpArgs a = {...}`
+ * would zero at every call. */
+static inline void op_args_init(OpArgs *a, int nt, TensorImpl *t0, TensorImpl *t1, double s0) {
+    memset(a, 0, offsetof(OpArgs, i));
+    a->nt = nt;
+    a->t[0] = t0;
+    a->t[1] = t1;
+    a->s[0] = s0;
+}
 
 typedef int (*op_forward_fn)(int op, const OpArgs *a, TensorImpl **out);
 
