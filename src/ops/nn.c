@@ -197,58 +197,111 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
     return D;
 }
 
-/* log(sum(exp(x[0..C)))), stable */
-#define DEF_ROW_LSE(T, S)                                                                                \
-    static inline T row_lse_##S(const T *restrict xr, int64_t C) {                                       \
+/* Cross entropy works on blocks of rows: short rows (a few classes) do not fill
+ * a vector, so each block's exps run as one flat loop over the block. */
+#define CE_BLOCK 2048 /* elements of a block (at least one row) */
+
+/* e[r, c] = exp(x[r, c] - off[r]) over the rows of a block, one flat exp loop. */
+#define DEF_BLOCK_EXP(T, S)                                                                               \
+    static void block_exp_##S(const T *restrict x, int64_t rows, int64_t C, const T *restrict off,       \
+                              T *restrict e) {                                                           \
+        for (int64_t r = 0; r < rows; r++)                                                                 \
+            for (int64_t c = 0; c < C; c++) e[r * C + c] = x[r * C + c] - off[r];                         \
+        _Pragma("omp simd") for (int64_t i = 0; i < rows * C; i++) e[i] = exp(e[i]);                      \
+    }                                                                                                      \
+    /* max and sum of a row: vectorised reductions for long rows, plain loops for short ones */          \
+    static inline T row_max_##S(const T *restrict xr, int64_t C) {                                         \
         T m = -INFINITY;                                                                                   \
-        _Pragma("omp simd reduction(max : m)") for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m; \
-        if (m != m || m == -INFINITY || m == INFINITY) m = 0;                                             \
+        if (C < 16)                                                                                        \
+            for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m;                                     \
+        else                                                                                               \
+            _Pragma("omp simd reduction(max : m)") for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m; \
+        return m;                                                                                          \
+    }                                                                                                      \
+    static inline T row_sum_##S(const T *restrict xr, int64_t C) {                                         \
         T s = 0;                                                                                           \
-        _Pragma("omp simd reduction(+ : s)") for (int64_t c = 0; c < C; c++) s += exp(xr[c] - m);         \
-        return m + log(s);                                                                                 \
+        if (C < 16)                                                                                        \
+            for (int64_t c = 0; c < C; c++) s += xr[c];                                                    \
+        else                                                                                               \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t c = 0; c < C; c++) s += xr[c];               \
+        return s;                                                                                          \
+    }                                                                                                      \
+    /* lse[r] = log(sum(exp(x[r, :]))), stable. e: scratch of the block's size, s: of its rows */          \
+    static void block_lse_##S(const T *restrict x, int64_t rows, int64_t C, T *restrict e, T *restrict s, \
+                              T *restrict lse) {                                                         \
+        for (int64_t r = 0; r < rows; r++) {                                                               \
+            T m = row_max_##S(x + r * C, C);                                                               \
+            lse[r] = m != m || m == -INFINITY || m == INFINITY ? 0 : m;                                    \
+        }                                                                                                  \
+        block_exp_##S(x, rows, C, lse, e);                                                                 \
+        for (int64_t r = 0; r < rows; r++) s[r] = row_sum_##S(e + r * C, C);                               \
+        _Pragma("omp simd") for (int64_t r = 0; r < rows; r++) lse[r] += log(s[r]);                        \
     }
-DEF_ROW_LSE(float, f32)
-DEF_ROW_LSE(double, f64)
+DEF_BLOCK_EXP(float, f32)
+DEF_BLOCK_EXP(double, f64)
+
+/* Rows per block, and the per-thread scratch of a block: e (rows * C), then
+ * lse and row sums (rows each). */
+static int64_t ce_block_rows(int64_t R, int64_t C) {
+    int64_t br = C > 0 && C < CE_BLOCK ? CE_BLOCK / C : 1;
+    return br < R ? br : (R > 0 ? R : 1);
+}
+static size_t ce_scratch(int64_t br, int64_t C, size_t es) { return (size_t)(br * (C + 2) + 1) * es; }
 
 /* Per-row cross entropy. x: [R, C] rows; tgt: R indices or tp: [R, C]
- * probabilities; w: C weights or NULL. Writes loss[R] (double). */
+ * probabilities; w: C weights or NULL. Writes loss[R] (double). Returns 0, or
+ * -1 when out of memory. */
 #define DEF_CE_FWD(T, S)                                                                                 \
-    static void ce_fwd_##S(const T *restrict x, int64_t R, int64_t C, const int64_t *restrict tgt,       \
-                           const T *restrict tp, const T *restrict w, int64_t ignore, double eps,         \
-                           double *restrict loss) {                                                       \
+    static int ce_fwd_##S(const T *restrict x, int64_t R, int64_t C, const int64_t *restrict tgt,        \
+                          const T *restrict tp, const T *restrict w, int64_t ignore, double eps,          \
+                          double *restrict loss) {                                                        \
         const T ec = (T)(eps / (double)C), keep = (T)(1 - eps);                                           \
-        _Pragma("omp parallel for schedule(static) if (R * C > GRAIN)")                                   \
-        for (int64_t r = 0; r < R; r++) {                                                                  \
-            const T *restrict xr = x + r * C;                                                             \
-            T lse = row_lse_##S(xr, C);                                                                    \
-            double l = 0;                                                                                  \
-            if (tp) {                                                                                      \
-                const T *restrict pr = tp + r * C;                                                        \
-                T acc = 0;                                                                                 \
-                if (w)                                                                                     \
-                    _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)                \
-                        acc += (pr[c] * keep + ec) * w[c] * (lse - xr[c]);                                \
-                else                                                                                       \
-                    _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)                \
-                        acc += (pr[c] * keep + ec) * (lse - xr[c]);                                        \
-                l = (double)acc;                                                                           \
-            } else if (tgt[r] != ignore) {                                                                 \
-                int64_t y = tgt[r];                                                                        \
-                T wy = w ? w[y] : (T)1;                                                                    \
-                T acc = keep * wy * (lse - xr[y]);                                                         \
-                if (eps > 0) {                                                                             \
-                    T sm = 0;                                                                              \
-                    if (w)                                                                                 \
-                        _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++)             \
-                            sm += w[c] * (lse - xr[c]);                                                    \
-                    else                                                                                   \
-                        _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++) sm += lse - xr[c]; \
-                    acc += ec * sm;                                                                        \
+        const int64_t br = ce_block_rows(R, C), nb = (R + br - 1) / br;                                   \
+        int fail = 0;                                                                                      \
+        _Pragma("omp parallel if (R * C > GRAIN) reduction(| : fail)") {                                  \
+            size_t sz = ce_scratch(br, C, sizeof(T));                                                      \
+            T *e = c10_alloc(sz), *lb = e ? e + br * C : NULL;                                             \
+            fail = !e;                                                                                     \
+            _Pragma("omp for schedule(static)") for (int64_t b = 0; b < nb; b++) {                        \
+                if (!e) continue;                                                                          \
+                int64_t r0 = b * br, r1 = r0 + br < R ? r0 + br : R;                                       \
+                block_lse_##S(x + r0 * C, r1 - r0, C, e, lb + br, lb);                                              \
+                for (int64_t r = r0; r < r1; r++) {                                                        \
+                    const T *restrict xr = x + r * C;                                                     \
+                    T lse = lb[r - r0];                                                                    \
+                    double l = 0;                                                                          \
+                    if (tp) {                                                                              \
+                        const T *restrict pr = tp + r * C;                                                \
+                        T acc = 0;                                                                         \
+                        if (w)                                                                             \
+                            _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)        \
+                                acc += (pr[c] * keep + ec) * w[c] * (lse - xr[c]);                        \
+                        else                                                                               \
+                            _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)        \
+                                acc += (pr[c] * keep + ec) * (lse - xr[c]);                                \
+                        l = (double)acc;                                                                   \
+                    } else if (tgt[r] != ignore) {                                                         \
+                        int64_t y = tgt[r];                                                                \
+                        T wy = w ? w[y] : (T)1;                                                            \
+                        T acc = keep * wy * (lse - xr[y]);                                                 \
+                        if (eps > 0) {                                                                     \
+                            T sm = 0;                                                                      \
+                            if (w)                                                                         \
+                                _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++)     \
+                                    sm += w[c] * (lse - xr[c]);                                            \
+                            else                                                                           \
+                                _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++)     \
+                                    sm += lse - xr[c];                                                     \
+                            acc += ec * sm;                                                                \
+                        }                                                                                  \
+                        l = (double)acc;                                                                   \
+                    }                                                                                      \
+                    loss[r] = l;                                                                           \
                 }                                                                                          \
-                l = (double)acc;                                                                           \
             }                                                                                              \
-            loss[r] = l;                                                                                   \
+            if (e) c10_dealloc(e, sz);                                                                     \
         }                                                                                                  \
+        return fail ? c10_error_int("out of memory") : 0;                                                  \
     }
 DEF_CE_FWD(float, f32)
 DEF_CE_FWD(double, f64)
@@ -256,62 +309,74 @@ DEF_CE_FWD(double, f64)
 /* Cross entropy's gradient (or coefficients). x [R, C] rows; gb: R
  * per-row scales (or NULL: the scalar gs). Writes gx[r, c] = (softmax * A - a) * gb,
  * where a[r, c] is the target's weight on class c and A its row sum. With
- * coef, writes a into gx and A into Aout instead (x unused). */
+ * coef, writes a into gx and A into Aout instead (x unused). softmax is
+ * exp(x - lse), as torch's log_softmax backward has it. Returns 0, or -1 when
+ * out of memory. */
 #define DEF_CE_BWD(T, S)                                                                                 \
-    static void ce_bwd_##S(const T *restrict x, int64_t R, int64_t C,                                     \
-                           const int64_t *restrict tgt, const T *restrict tp, const T *restrict w,        \
-                           int64_t ignore, double eps, const T *restrict gb, T gs, T *restrict gx,        \
-                           bool coef, T *restrict Aout) {                                                 \
+    static int ce_bwd_##S(const T *restrict x, int64_t R, int64_t C, const int64_t *restrict tgt,         \
+                          const T *restrict tp, const T *restrict w, int64_t ignore, double eps,          \
+                          const T *restrict gb, T gs, T *restrict gx, bool coef, T *restrict Aout) {      \
         const T ec = (T)(eps / (double)C), keep = (T)(1 - eps);                                           \
         T W = (T)C;                                                                                        \
         if (w) {                                                                                           \
             W = 0;                                                                                         \
             for (int64_t c = 0; c < C; c++) W += w[c];                                                    \
         }                                                                                                  \
-        _Pragma("omp parallel for schedule(static) if (R * C > GRAIN)")                                   \
-        for (int64_t r = 0; r < R; r++) {                                                                  \
-            T *restrict o = gx + r * C;                                                                    \
-            T g = gb ? gb[r] : gs;                                                                         \
-            if (tp) {                                                                                      \
-                const T *restrict pr = tp + r * C;                                                        \
-                T A = 0;                                                                                   \
-                for (int64_t c = 0; c < C; c++) A += (pr[c] * keep + ec) * (w ? w[c] : (T)1);             \
-                if (coef) {                                                                                \
-                    for (int64_t c = 0; c < C; c++) o[c] = (pr[c] * keep + ec) * (w ? w[c] : (T)1);       \
-                    Aout[r] = A;                                                                           \
-                    continue;                                                                              \
+        const int64_t br = ce_block_rows(R, C), nb = (R + br - 1) / br;                                   \
+        int fail = 0;                                                                                      \
+        _Pragma("omp parallel if (R * C > GRAIN) reduction(| : fail)") {                                  \
+            size_t sz = coef ? 0 : ce_scratch(br, C, sizeof(T));                                           \
+            T *e = coef ? NULL : c10_alloc(sz), *lb = e ? e + br * C : NULL;                               \
+            fail = !coef && !e;                                                                            \
+            _Pragma("omp for schedule(static)") for (int64_t b = 0; b < nb; b++) {                        \
+                if (!coef && !e) continue;                                                                 \
+                int64_t r0 = b * br, r1 = r0 + br < R ? r0 + br : R;                                       \
+                if (!coef) { /* e = softmax of the block's rows */                                        \
+                    block_lse_##S(x + r0 * C, r1 - r0, C, e, lb + br, lb);                                          \
+                    block_exp_##S(x + r0 * C, r1 - r0, C, lb, e);                                          \
                 }                                                                                          \
-                const T *restrict xr = x + r * C;                                                         \
-                T l = row_lse_##S(xr, C);                                                                  \
-                for (int64_t c = 0; c < C; c++)                                                            \
-                    o[c] = (exp(xr[c] - l) * A - (pr[c] * keep + ec) * (w ? w[c] : (T)1)) * g;            \
-                continue;                                                                                  \
+                for (int64_t r = r0; r < r1; r++) {                                                        \
+                    T *restrict o = gx + r * C;                                                            \
+                    const T *restrict sm = coef ? NULL : e + (r - r0) * C;                                 \
+                    T g = gb ? gb[r] : gs;                                                                 \
+                    if (tp) {                                                                              \
+                        const T *restrict pr = tp + r * C;                                                \
+                        T A = 0;                                                                           \
+                        for (int64_t c = 0; c < C; c++) A += (pr[c] * keep + ec) * (w ? w[c] : (T)1);     \
+                        if (coef) {                                                                        \
+                            for (int64_t c = 0; c < C; c++) o[c] = (pr[c] * keep + ec) * (w ? w[c] : (T)1); \
+                            Aout[r] = A;                                                                   \
+                            continue;                                                                      \
+                        }                                                                                  \
+                        for (int64_t c = 0; c < C; c++)                                                    \
+                            o[c] = (sm[c] * A - (pr[c] * keep + ec) * (w ? w[c] : (T)1)) * g;             \
+                        continue;                                                                          \
+                    }                                                                                      \
+                    int64_t y = tgt[r];                                                                    \
+                    if (y == ignore) {                                                                     \
+                        for (int64_t c = 0; c < C; c++) o[c] = 0;                                          \
+                        if (coef) Aout[r] = 0;                                                             \
+                        continue;                                                                          \
+                    }                                                                                      \
+                    T wy = w ? w[y] : (T)1;                                                                \
+                    T A = keep * wy + ec * W;                                                              \
+                    if (coef) {                                                                            \
+                        for (int64_t c = 0; c < C; c++) o[c] = ec * (w ? w[c] : (T)1);                    \
+                        o[y] += keep * wy;                                                                 \
+                        Aout[r] = A;                                                                       \
+                        continue;                                                                          \
+                    }                                                                                      \
+                    T gA = g * A, ge = g * ec;                                                             \
+                    if (w)                                                                                 \
+                        for (int64_t c = 0; c < C; c++) o[c] = sm[c] * gA - ge * w[c];                     \
+                    else                                                                                   \
+                        for (int64_t c = 0; c < C; c++) o[c] = sm[c] * gA - ge;                            \
+                    o[y] -= g * keep * wy;                                                                 \
+                }                                                                                          \
             }                                                                                              \
-            int64_t y = tgt[r];                                                                            \
-            if (y == ignore) {                                                                             \
-                for (int64_t c = 0; c < C; c++) o[c] = 0;                                                  \
-                if (coef) Aout[r] = 0;                                                                     \
-                continue;                                                                                  \
-            }                                                                                              \
-            T wy = w ? w[y] : (T)1;                                                                        \
-            T A = keep * wy + ec * W;                                                                      \
-            if (coef) {                                                                                    \
-                for (int64_t c = 0; c < C; c++) o[c] = ec * (w ? w[c] : (T)1);                            \
-                o[y] += keep * wy;                                                                         \
-                Aout[r] = A;                                                                               \
-                continue;                                                                                  \
-            }                                                                                              \
-            const T *restrict xr = x + r * C;                                                             \
-            T l = row_lse_##S(xr, C), gA = g * A;                                                         \
-            if (w) {                                                                                       \
-                T ge = g * ec;                                                                             \
-                for (int64_t c = 0; c < C; c++) o[c] = exp(xr[c] - l) * gA - ge * w[c];                   \
-            } else {                                                                                       \
-                T ge = g * ec;                                                                             \
-                for (int64_t c = 0; c < C; c++) o[c] = exp(xr[c] - l) * gA - ge;                          \
-            }                                                                                              \
-            o[y] -= g * keep * wy;                                                                         \
+            if (e) c10_dealloc(e, sz);                                                                     \
         }                                                                                                  \
+        return fail ? c10_error_int("out of memory") : 0;                                                  \
     }
 DEF_CE_BWD(float, f32)
 DEF_CE_BWD(double, f64)
@@ -385,14 +450,15 @@ int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
         return c10_error_int("out of memory");
     }
     const int64_t *ti = g.prob ? NULL : (const int64_t *)c10_data(o.tgt);
+    int rc;
     if (cd == CT_FLOAT32)
-        ce_fwd_f32((const float *)c10_data(o.x), R, g.C, ti, g.prob ? (const float *)c10_data(o.tgt) : NULL,
+        rc = ce_fwd_f32((const float *)c10_data(o.x), R, g.C, ti, g.prob ? (const float *)c10_data(o.tgt) : NULL,
                    o.w ? (const float *)c10_data(o.w) : NULL, ignore, eps, loss);
     else
-        ce_fwd_f64((const double *)c10_data(o.x), R, g.C, ti, g.prob ? (const double *)c10_data(o.tgt) : NULL,
-                   o.w ? (const double *)c10_data(o.w) : NULL, ignore, eps, loss);
+        rc = ce_fwd_f64((const double *)c10_data(o.x), R, g.C, ti, g.prob ? (const double *)c10_data(o.tgt) : NULL,
+                        o.w ? (const double *)c10_data(o.w) : NULL, ignore, eps, loss);
     double D = reduction == CT_REDUCTION_MEAN ? nn_class_divisor(&g, ti, w, ignore) : 1;
-    TensorImpl *res = finish_loss(loss, &g, reduction, D, x->dtype, x->device);
+    TensorImpl *res = rc ? NULL : finish_loss(loss, &g, reduction, D, x->dtype, x->device);
     free(loss);
     operands_release(&o);
     ONE(res);
@@ -437,11 +503,11 @@ int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const T
                g.prob ? (const T *)c10_data(o.tgt) : NULL, o.w ? (const T *)c10_data(o.w) : NULL, ignore, eps,   \
                gbt ? (const T *)c10_data(gbt) : NULL, (T)gs, (T *)c10_data(gr), coef,                            \
                A ? (T *)c10_data(A) : NULL)
-        if (cd == CT_FLOAT32) CE_BWD_CALL(float, f32);
-        else CE_BWD_CALL(double, f64);
+        int rc = cd == CT_FLOAT32 ? CE_BWD_CALL(float, f32) : CE_BWD_CALL(double, f64);
 #undef CE_BWD_CALL
         c10_release(gbt);
         operands_release(&o);
+        if (rc) goto fail;
     } else if (x->device != CT_META) {
         c10_fill(gr, 0);
         if (A) c10_fill(A, 0);

@@ -190,6 +190,40 @@ def test_cross_entropy_probabilities(shape, reduction):
                      [x, p, w], [0], what)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cross_entropy_blocks(threads):
+    """The blocked kernels: short rows (C < 16, several rows per block), long rows,
+    rows longer than a block (C > 2048), and enough rows to run blocks in parallel."""
+    before = lib.ct_get_num_threads()
+    lib.ct_set_num_threads(threads)
+    try:
+        for shape in [(128, 10), (300, 20), (4, 3000), (5000, 10), (3, 17, 2)]:
+            C = shape[1]
+            for use_w, ignore, eps in [(False, -100, 0.0), (True, 1, 0.1)]:
+                t, _ = class_targets(shape, ignore if ignore >= 0 else None)
+                w = torch.rand(C, generator=GEN, dtype=F64) + 0.5 if use_w else None
+                what = f"ce blocks {shape} w={use_w} ignore={ignore} eps={eps} threads={threads}"
+                check_fn(lambda hx, ht, hw: lib.ct_cross_entropy(hx, ht, hw, 1, ignore, eps),
+                         lambda tx, tt, tw: Fn.cross_entropy(tx, tt, weight=tw, ignore_index=ignore,
+                                                             label_smoothing=eps),
+                         [randn(*shape) * 4, t, w], [0], what, second=False)
+            p = torch.softmax(randn(*shape), 1)
+            check_fn(lambda hx, ht, hw: lib.ct_cross_entropy(hx, ht, hw, 2, -100, 0.2),
+                     lambda tx, tt, tw: Fn.cross_entropy(tx, tt, weight=tw, reduction="sum", label_smoothing=0.2),
+                     [randn(*shape), p, None], [0, 1], f"ce blocks prob {shape}", second=False)
+            x, t = randn(*shape, dtype=F32), class_targets(shape)[0]
+            hx = leaf(x)
+            tx = x.detach().requires_grad_(True)
+            ho = ct.check(lib.ct_cross_entropy(hx, ct.from_torch(t), None, 1, -100, 0.0))
+            out = Fn.cross_entropy(tx, t)
+            ct.assert_close(ho, out.detach(), rtol=1e-5, atol=1e-5, what=f"ce blocks f32 {shape}: ")
+            (tg,) = torch.autograd.grad(out, [tx])
+            (cg,) = grads(ho, [hx], torch.ones(()), False)
+            ct.assert_close(cg, tg, rtol=1e-5, atol=1e-6, what=f"ce blocks f32 {shape} grad: ")
+    finally:
+        lib.ct_set_num_threads(before)
+
+
 @pytest.mark.parametrize("shape", CLS_SHAPES)
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 def test_nll_loss(shape, reduction):
