@@ -774,49 +774,60 @@ static int float_only(const char *op, const char *kernel, ct_dtype d) {
 
 static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
 
-/* One output row of the common 2x2, stride-2 window: the same scan order and
- * rule as the general loop (larger, or NaN, wins), branch-free so that it
- * vectorises. base: the flat index of the row's first window in its plane. */
-#define MAXPOOL2X2_ROW(SUF, T)                                                                            \
-    static inline void maxpool2x2_span_##SUF(const T *restrict r0, const T *restrict r1, T *restrict o,  \
-                                             int64_t *restrict oi, int64_t base, int64_t W, int64_t ow0,  \
-                                             int64_t n) {                                                 \
-        for (int64_t ow = ow0; ow < ow0 + n; ow++) {                                                       \
-            T m = r0[2 * ow], v[3] = {r0[2 * ow + 1], r1[2 * ow], r1[2 * ow + 1]};                         \
+/* The common 2x2 window with stride 2 over one plane, flat over its Ho * Wo
+ * outputs: off[k] is the flat input index of output k's window (the same for
+ * every plane). The same scan order and rule as the general loop (larger, or
+ * NaN, wins), branch-free, in spans of 8, the last one moved back to end at
+ * the plane's end (recomputing a few): vectorised with no scalar tail. */
+#define MAXPOOL2X2(SUF, T)                                                                                \
+    static inline void maxpool2x2_span_##SUF(const T *restrict in, const int32_t *restrict off, T *restrict o, \
+                                             int64_t *restrict oi, int64_t W, int64_t k0, int64_t n) {    \
+        for (int64_t k = k0; k < k0 + n; k++) {                                                            \
+            int32_t b = off[k];                                                                            \
+            T m = in[b], v[3] = {in[b + 1], in[b + W], in[b + W + 1]};                                     \
             int at = 0; /* 1 + which of v */                                                               \
-            for (int k = 0; k < 3; k++) {                                                                  \
-                bool take = (v[k] > m) | (v[k] != v[k]);                                                   \
-                m = take ? v[k] : m;                                                                       \
-                at = take ? k + 1 : at;                                                                    \
+            for (int j = 0; j < 3; j++) {                                                                  \
+                bool take = (v[j] > m) | (v[j] != v[j]);                                                   \
+                m = take ? v[j] : m;                                                                       \
+                at = take ? j + 1 : at;                                                                    \
             }                                                                                              \
-            o[ow] = m;                                                                                     \
-            oi[ow] = base + 2 * ow + (at & 1) + (at >> 1) * W;                                             \
+            o[k] = m;                                                                                      \
+            oi[k] = b + (at & 1) + (at >> 1) * W;                                                          \
         }                                                                                                  \
     }                                                                                                      \
-    /* spans of 8, the last one moved back to end at Wo (recomputing a few): no scalar tail */            \
-    static void maxpool2x2_row_##SUF(const T *in, T *o, int64_t *oi, int64_t base, int64_t W, int64_t Wo) { \
-        const T *r0 = in + base, *r1 = r0 + W;                                                             \
-        if (Wo < 8) maxpool2x2_span_##SUF(r0, r1, o, oi, base, W, 0, Wo);                                  \
+    static void maxpool2x2_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, int64_t W, int64_t n) { \
+        if (n < 8) maxpool2x2_span_##SUF(in, off, o, oi, W, 0, n);                                         \
         else                                                                                               \
-            for (int64_t s = 0; s < Wo; s += 8)                                                            \
-                maxpool2x2_span_##SUF(r0, r1, o, oi, base, W, s + 8 <= Wo ? s : Wo - 8, 8);                \
+            for (int64_t s = 0; s < n; s += 8) maxpool2x2_span_##SUF(in, off, o, oi, W, s + 8 <= n ? s : n - 8, 8); \
     }
-MAXPOOL2X2_ROW(f32, float)
-MAXPOOL2X2_ROW(f64, double)
+MAXPOOL2X2(f32, float)
+MAXPOOL2X2(f64, double)
+
+/* The window offsets of the 2x2 stride-2 path, or NULL when it does not apply
+ * (or on no memory: the general loop then runs). */
+static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
+    if (!(p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && !p->ph && !p->pw && p->dh == 1 && p->dw == 1 &&
+          2 * p->Ho <= p->H && 2 * p->Wo <= p->W && p->H * p->W <= INT32_MAX))
+        return NULL;
+    int32_t *off = malloc(sizeof(int32_t) * (size_t)(p->Ho * p->Wo));
+    if (off)
+        for (int64_t oh = 0; oh < p->Ho; oh++)
+            for (int64_t ow = 0; ow < p->Wo; ow++) off[oh * p->Wo + ow] = (int32_t)(2 * oh * p->W + 2 * ow);
+    return off;
+}
 
 /* The max-pool kernel over planes of T: values and indices (ih * W + iw). */
 #define MAXPOOL(SUF, T)                                                                                   \
     static void maxpool_##SUF(const T *x, T *y, int64_t *idx, const PoolGeo *p) {                         \
         int64_t planes = p->N * p->C;                                                                      \
+        int32_t *off = maxpool2x2_offsets(p);                                                              \
         OMP(omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768))                  \
         for (int64_t pl = 0; pl < planes; pl++) {                                                          \
             const T *in = x + pl * p->H * p->W;                                                            \
             T *o = y + pl * p->Ho * p->Wo;                                                                 \
             int64_t *oi = idx + pl * p->Ho * p->Wo;                                                        \
-            if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && !p->ph && !p->pw && p->dh == 1 &&   \
-                p->dw == 1 && 2 * p->Ho <= p->H && 2 * p->Wo <= p->W) {                                    \
-                for (int64_t oh = 0; oh < p->Ho; oh++)                                                     \
-                    maxpool2x2_row_##SUF(in, o + oh * p->Wo, oi + oh * p->Wo, 2 * oh * p->W, p->W, p->Wo);  \
+            if (off) {                                                                                     \
+                maxpool2x2_##SUF(in, off, o, oi, p->W, p->Ho * p->Wo);                                     \
                 continue;                                                                                  \
             }                                                                                              \
             for (int64_t oh = 0; oh < p->Ho; oh++) {                                                       \
@@ -842,6 +853,7 @@ MAXPOOL2X2_ROW(f64, double)
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
+        free(off);                                                                                         \
     }
 MAXPOOL(f32, float)
 MAXPOOL(f64, double)

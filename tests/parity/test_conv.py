@@ -476,3 +476,17 @@ def test_conv2d_winograd_grads_f32():
     got = grads_of(ct.check(ct_conv2d(*hs, 1, 1)), hs, g)
     for k, (wa, go) in enumerate(zip(want, got)):
         ct.assert_close(go, wa, rtol=1e-4, atol=1e-3 * (1 + float(wa.abs().max())) / 10, what=f"grad {k}: ")
+
+
+def test_max_pool2d_2x2_path():
+    """The 2x2 stride-2 kernel (flat spans of 8 over each plane, the last moved back): planes of
+    fewer and more than 8 outputs, odd sizes (the last row or column left out), ties and NaNs."""
+    for xs in [(1, 1, 2, 2), (2, 3, 8, 8), (1, 2, 28, 28), (1, 2, 9, 7), (3, 14, 14), (2, 5, 6, 5)]:
+        for dtype in (F32, D):
+            x = torch.randint(-2, 3, xs, generator=GEN).to(dtype)
+            x.view(-1)[::7] = float("nan")
+            want, widx = Fn.max_pool2d(x, 2, return_indices=True)
+            idx = (ctypes.c_void_p * 1)()
+            got = ct.check(lib.ct_max_pool2d_with_indices(h(x), pair(2), pair(2), pair(0), pair(1), False, idx))
+            ct.assert_close(got, want, what=f"max_pool2d 2x2 {xs}: ")
+            ct.assert_close(idx[0], widx, what=f"max_pool2d 2x2 indices {xs}: ")
