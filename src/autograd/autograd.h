@@ -168,6 +168,9 @@ CT_INTERNAL void ag_save(SavedVariable *sv, TensorImpl *t, bool is_output);
  * ("Trying to backward through the graph a second time ..." or the in-place
  * version message). */
 CT_INTERNAL TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr);
+/* A saved input, borrowed from the node (valid until its saved variables are
+ * released), or NULL with the same errors. */
+CT_INTERNAL TensorImpl *ag_unpack_input(Node *n, SavedVariable *sv, int input_nr);
 CT_INTERNAL uint64_t ag_next_seq(void);
 /* Fills m (one of n's metas) from t; the geometry goes into n's words. */
 CT_INTERNAL void ag_input_meta(Node *n, InputMeta *m, const TensorImpl *t);

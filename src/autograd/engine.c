@@ -187,7 +187,7 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
     if (n->released && (deriv_info[n->op].flags & 0xfff)) /* its saved tensors are gone */
         rc = ag_unpack(n, &n->saved_in[0], 0) ? 0 : -1;
     for (int k = 0; k < n->num_next && rc == 0; k++)
-        if (n->saved_in[k].data && !(c.in[k] = F(ag_unpack(n, &n->saved_in[k], k)))) rc = -1;
+        if (n->saved_in[k].data && !(c.in[k] = ag_unpack_input(n, &n->saved_in[k], k))) rc = -1;
     for (int k = 0; k < n->num_inputs && rc == 0; k++)
         if (n->saved_out[k].data && !(c.out[k] = F(ag_unpack(n, &n->saved_out[k], k)))) rc = -1;
     if (rc == 0) rc = deriv_info[n->op].backward(&c, gi);

@@ -197,14 +197,20 @@ Edge ag_gradient_edge(TensorImpl *t) {
     return (Edge){acc, 0};
 }
 
-void ag_set_history(TensorImpl *out, Node *fn, int output_nr) {
+/* out's history becomes fn, taking over one reference the caller had to it. */
+static void set_history_owned(TensorImpl *out, Node *fn, int output_nr) {
     AutogradMeta *m = ag_meta(out);
-    if (!m) return;
+    if (!m) {
+        ag_node_release(fn);
+        return;
+    }
     Node *old = m->grad_fn;
-    m->grad_fn = ag_node_retain(fn);
+    m->grad_fn = fn;
     m->output_nr = output_nr;
     ag_node_release(old);
 }
+
+void ag_set_history(TensorImpl *out, Node *fn, int output_nr) { set_history_owned(out, ag_node_retain(fn), output_nr); }
 
 void ag_save(SavedVariable *sv, TensorImpl *t, bool is_output) {
     sv->data = is_output ? c10_alias(t) : c10_retain(t);
@@ -219,13 +225,15 @@ static const char *legacy_type_name(ct_dtype d) {
     return names[d];
 }
 
-TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr) {
+/* 0 when sv can be used, else -1 with the error ("Trying to backward through
+ * the graph a second time ..." or the in-place version message). */
+static int check_saved(Node *n, SavedVariable *sv, int output_nr) {
     if (n->released)
-        return c10_error("Trying to backward through the graph a second time (or directly access saved tensors "
-                         "after they have already been freed). Saved intermediate values of the graph are freed "
-                         "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
-                         "backward through the graph a second time or if you need to access saved tensors after "
-                         "calling backward.");
+        return c10_error_int("Trying to backward through the graph a second time (or directly access saved tensors "
+                             "after they have already been freed). Saved intermediate values of the graph are freed "
+                             "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+                             "backward through the graph a second time or if you need to access saved tensors after "
+                             "calling backward.");
     TensorImpl *t = sv->data;
     CT_ASSERT(t != NULL);
     unsigned now = c10_version(t);
@@ -233,16 +241,26 @@ TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr) {
         char owner[96] = "";
         Node *fn = sv->is_output ? n : ag_grad_fn(t);
         if (fn) snprintf(owner, sizeof owner, ", which is output %d of %s", sv->is_output ? output_nr : t->autograd->output_nr, fn->name);
-        return c10_error("one of the variables needed for gradient computation has been modified by an inplace "
-                         "operation: [torch.%s %s]%s, is at version %u; expected version %u instead. Hint: the "
-                         "backtrace further above shows the operation that failed to compute its gradient. The "
-                         "variable in question was changed in there or anywhere later. Good luck!",
-                         legacy_type_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version);
+        return c10_error_int("one of the variables needed for gradient computation has been modified by an inplace "
+                             "operation: [torch.%s %s]%s, is at version %u; expected version %u instead. Hint: the "
+                             "backtrace further above shows the operation that failed to compute its gradient. The "
+                             "variable in question was changed in there or anywhere later. Good luck!",
+                             legacy_type_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version);
     }
-    if (!sv->is_output) return c10_retain(t);
-    TensorImpl *a = c10_alias(t);
+    return 0;
+}
+
+TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr) {
+    if (check_saved(n, sv, output_nr) < 0) return NULL;
+    if (!sv->is_output) return c10_retain(sv->data);
+    TensorImpl *a = c10_alias(sv->data);
     if (a && ag_grad_enabled()) ag_set_history(a, n, output_nr); /* create_graph: the result has history */
     return a;
+}
+
+TensorImpl *ag_unpack_input(Node *n, SavedVariable *sv, int input_nr) {
+    CT_ASSERT(!sv->is_output);
+    return check_saved(n, sv, input_nr) < 0 ? NULL : sv->data;
 }
 
 /* --------------------------------------------------------------- recording */
@@ -274,7 +292,7 @@ static int meta_words(TensorImpl *const *t, int n) {
 /* Makes the node for op's call with inputs a->t and outputs out[0..n), saving
  * what the row's flags ask for; self_saved replaces input 0 in the saved set
  * (in-place ops save self before they overwrite it). */
-static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl *self_saved) {
+static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl *self_saved, bool give) {
     unsigned flags = deriv_info[op].flags;
     int words = meta_words(a->t, a->nt) + meta_words(out, n) + a->ni;
     Node *node = ag_node_new(NODE_OP, deriv_info[op].node_name, n, a->nt, a->nt + n, words);
@@ -295,8 +313,13 @@ static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl
         if (out[j]) ag_input_meta(node, &node->out_meta[j], out[j]);
         if (flags & SV_OUT(j)) ag_save(&node->saved_out[j], out[j], true);
     }
+    Node *own = give ? node : NULL; /* the creation reference, for the first output */
     for (int j = 0; j < n; j++)
-        if (out[j] && differentiable_dtype(out[j]->dtype)) ag_set_history(out[j], node, j);
+        if (out[j] && differentiable_dtype(out[j]->dtype)) {
+            set_history_owned(out[j], own ? own : ag_node_retain(node), j);
+            own = NULL;
+        }
+    if (own) ag_node_release(own);
     return node;
 }
 
@@ -322,12 +345,10 @@ int ag_call(int op, const OpArgs *a, TensorImpl **out) {
     int n = at_call(op, a, out);
     if (n > 0 && (deriv_info[op].flags & F_VIEW) && ag_grad_enabled()) mark_view(out[0], a->t[0]);
     if (n < 0 || !needs_history(op, a)) return n;
-    Node *node = record(op, a, out, n, NULL);
-    if (!node) {
+    if (!record(op, a, out, n, NULL, true)) { /* the outputs hold the node */
         for (int j = 0; j < n; j++) c10_release(out[j]);
         return -1;
     }
-    ag_node_release(node); /* the outputs hold it now */
     return n;
 }
 
@@ -382,7 +403,7 @@ static int copy_slices(TensorImpl *self, Node *fn) {
     a.i[2 * self->ndim] = self->ndim;
     a.i[2 * self->ndim + 1] = self->offset;
     TensorImpl *out[1] = {self};
-    Node *v = record(OP_as_strided, &a, out, 1, NULL);
+    Node *v = record(OP_as_strided, &a, out, 1, NULL, false);
     ag_node_release(v);
     ag_node_release(cs);
     return v ? 0 : -1;
@@ -414,7 +435,7 @@ int ag_call_inplace(int op, OpArgs *a) {
     int rc = 0;
     if (rec) {
         /* out[0] is self: the node's edge 0 is self's history before this op */
-        Node *node = record(op, a, out, 1, self_orig);
+        Node *node = record(op, a, out, 1, self_orig, false);
         if (!node) rc = -1;
         else {
             /* other inputs aliasing self were saved before this op overwrote
