@@ -1068,6 +1068,41 @@ TEST(graph_shared_nodes_leaves_and_none) {
     CHECK(ct_graph_dot(t, NULL, 0) > 0);
 }
 
+/* Products over lines with zeros: the backward is built from differentiable
+ * ops (PyTorch's prod_safe_zeros_backward, and cumprod_backward's O(D^2) form
+ * under create_graph), so second and third derivatives are right at zeros. */
+static ct_tensor *f_prod_all(const ct_tensor *const *in, int n, void *ctx) { (void)n, (void)ctx; return ct_prod(in[0]); }
+static ct_tensor *f_prod_dim(const ct_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    return ct_prod_dim(in[0], *(int *)ctx, false);
+}
+static ct_tensor *f_cumprod(const ct_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    return ct_cumprod(in[0], *(int *)ctx);
+}
+/* d/dx of sum(v * d/dx cumprod(x)), for a third-order check */
+static ct_tensor *f_cumprod_grad(const ct_tensor *const *in, int n, void *ctx) {
+    (void)n;
+    ct_tensor *y = ct_cumprod(in[0], *(int *)ctx), *g = NULL;
+    ct_tensor *v = ct_cos(ct_add_scalar(in[0], 0.5)); /* any smooth weights */
+    if (ct_autograd_grad((const ct_tensor *[]){y}, (const ct_tensor *[]){v}, 1, in, 1, &g, true, true, false) < 0)
+        return NULL;
+    return g;
+}
+
+TEST(prod_and_cumprod_with_zeros_to_third_order) {
+    double z[12] = {1, 0, 3, 2, 2, 2, 0.5, 2, 0, 5, 0, 1};
+    ct_tensor *x = ct_from_data(z, CT_SHAPE(3, 4), CT_FLOAT64);
+    ct_set_requires_grad(x, true);
+    const ct_tensor *in[] = {x};
+    CHECK_EQ_INT(ct_gradgradcheck(f_prod_all, in, 1, NULL, 1e-6, 1e-5, 1e-3), 1);
+    for (int d = 0; d < 2; d++) {
+        CHECK_EQ_INT(ct_gradgradcheck(f_prod_dim, in, 1, &d, 1e-6, 1e-5, 1e-3), 1);
+        CHECK_EQ_INT(ct_gradgradcheck(f_cumprod, in, 1, &d, 1e-6, 1e-5, 1e-3), 1);
+        CHECK_EQ_INT(ct_gradgradcheck(f_cumprod_grad, in, 1, &d, 1e-6, 1e-5, 1e-3), 1);
+    }
+}
+
 int main(void) {
     RUN(gradcheck_every_unary_row);
     RUN(gradcheck_every_binary_row);
@@ -1077,6 +1112,7 @@ int main(void) {
     RUN(gradcheck_reports_a_wrong_derivative);
     RUN(custom_exp_as_in_the_notes);
     RUN(custom_exp_gradcheck_and_gradgradcheck);
+    RUN(prod_and_cumprod_with_zeros_to_third_order);
     RUN(custom_saved_tensor_version_check);
     RUN(custom_wrong_gradient_is_caught_by_gradcheck);
     RUN(custom_two_inputs_two_outputs);

@@ -1,8 +1,7 @@
 /* d_reduce.c: backward formulas of the reduction rows (PyTorch's
  * derivatives.yaml and FunctionsManual.cpp). Built from ag_* ops, so that
- * create_graph records them; the few exact zero-handling paths (prod and
- * cumprod with zeros in the input, the one-hot mask of max/min along a dim)
- * compute constants that are not differentiated again. */
+ * create_graph records them, to any order: the zero-handling paths of prod
+ * and cumprod too (their masks are constants). */
 #include "autograd/formulas.h"
 #include <math.h>
 #include <stdlib.h>
@@ -86,70 +85,105 @@ int d_mean(BackwardCtx *c, TensorImpl **gi) {
     RET(DIVS(g, (double)reduced_count(m, mask)));
 }
 
-/* ---- exact helpers for inputs with zeros (constants, not differentiated) ---- */
-
-/* a contiguous copy of t in dt */
-static TensorImpl *contig_copy(const TensorImpl *t, ct_dtype dt) {
-    TensorImpl *o = c10_empty(t->sizes, t->ndim, dt, t->device);
-    if (o && at_copy_(o, t) < 0) {
-        c10_release(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* A float64 contiguous copy of t viewed [outer, D, inner] around dim (all
- * dims flattened into D when dim < 0). */
-static TensorImpl *as_lines(const TensorImpl *t, int dim, int64_t *outer, int64_t *D, int64_t *inner) {
-    *outer = *inner = 1;
-    *D = t->numel;
-    if (dim >= 0 && t->ndim > 0) {
-        *D = t->sizes[dim];
-        for (int k = 0; k < dim; k++) *outer *= t->sizes[k];
-        for (int k = dim + 1; k < t->ndim; k++) *inner *= t->sizes[k];
-    }
-    return contig_copy(t, CT_FLOAT64);
-}
+/* Does t hold an exact zero? (picks the formula; not differentiated) */
 static bool has_zero(const TensorImpl *t) {
     if (t->device == CT_META || t->numel == 0) return false;
-    TensorImpl *x = contig_copy(t, CT_FLOAT64);
-    if (!x) return false;
-    const double *p = (const double *)c10_data(x);
+    TensorImpl *x = c10_empty(t->sizes, t->ndim, CT_FLOAT64, t->device);
     bool z = false;
-    for (int64_t i = 0; i < x->numel && !z; i++) z = p[i] == 0;
+    if (x && at_copy_(x, t) == 0) {
+        const double *p = (const double *)c10_data(x);
+        for (int64_t i = 0; i < x->numel && !z; i++) z = p[i] == 0;
+    }
     c10_release(x);
     return z;
 }
-/* the product of the other elements of each line, in t's dtype */
-static TensorImpl *prod_others(const TensorImpl *t, int dim) {
-    int64_t outer, D, inner;
-    TensorImpl *x = as_lines(t, dim, &outer, &D, &inner);
+static TensorImpl *sum_dim_keep(TensorImpl *x, int64_t dim) {
     if (!x) return NULL;
-    TensorImpl *r = c10_empty(x->sizes, x->ndim, CT_FLOAT64, x->device);
-    if (!r) {
-        c10_release(x);
-        return NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .i = {1, 1, dim}, .ni = 3};
+    return F(ag_call1(OP_sum_dims, &a));
+}
+
+/* ---- products with zeros ----
+ * Written with differentiable ops only (masks are constants), so that double
+ * backward, and any order above it, works where the input has zeros. */
+
+/* a one-tensor op with up to three int arguments */
+static TensorImpl *op1(int op, TensorImpl *x, int ni, int64_t i0, int64_t i1, int64_t i2) {
+    if (!x) return NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .i = {i0, i1, i2}, .ni = ni};
+    return F(ag_call1(op, &a));
+}
+#define CUMPROD(x, d) op1(OP_cumprod, x, 3, d, 0, 1)
+#define CUMSUM(x, d) op1(OP_cumsum, x, 3, d, 0, 1)
+#define REVCUMSUM(x, d) op1(OP_cumsum, x, 3, d, 1, 1)
+#define FLIP(x, d) op1(OP_flip, x, 1, d, 0, 0)
+#define PROD_KEEP(x, d) op1(OP_prod_dim, x, 3, d, 1, 1)
+#define NARROW(x, d, start, len) op1(OP_narrow, x, 3, d, start, len)
+
+static TensorImpl *where3(TensorImpl *cond, TensorImpl *a, TensorImpl *b) {
+    if (!cond || !a || !b) return NULL;
+    OpArgs w = {.t = {cond, a, b}, .nt = 3};
+    return F(ag_call1(OP_where, &w));
+}
+
+static TensorImpl *ones_like(TensorImpl *x) {
+    return x ? F(c10_full(x->sizes, x->ndim, 1, x->dtype, x->device)) : NULL;
+}
+
+static TensorImpl *cat2(TensorImpl *a, TensorImpl *b, int dim) {
+    if (!a || !b) return NULL;
+    OpArgs c = {.t = {a, b}, .nt = 2, .i = {dim}, .ni = 1};
+    return F(ag_call1(OP_cat, &c));
+}
+
+/* prod_{l<k} x_l along dim: cumprod shifted by one, a 1 in front */
+static TensorImpl *exclusive_cumprod(TensorImpl *x, int dim) {
+    if (!x) return NULL;
+    int64_t D = x->sizes[dim];
+    return cat2(ones_like(NARROW(x, dim, 0, 1)), NARROW(CUMPROD(x, dim), dim, 0, D - 1), dim);
+}
+
+/* The product of the other elements of each line along dim (PyTorch's
+ * prod_safe_zeros_backward): exclusive products from both ends. */
+static TensorImpl *prod_others(TensorImpl *x, int dim) {
+    return MUL(exclusive_cumprod(x, dim), FLIP(exclusive_cumprod(FLIP(x, dim), dim), dim));
+}
+
+/* cumprod's gradient where lines may hold zeros under create_graph, as
+ * PyTorch's cumprod_backward computes it then: for each k, the sum over j >= k
+ * of g_j prod_{l<=j, l!=k} x_l, from slices, prods and cumprods. O(D^2), and
+ * differentiable to any order (the masked form below is right only to first
+ * order at the zeros). */
+static TensorImpl *cumprod_grad_naive(TensorImpl *x, TensorImpl *g, int dim) {
+    int64_t D = x->sizes[dim];
+    TensorImpl *acc = NULL;
+    for (int64_t k = 0; k < D; k++) {
+        TensorImpl *before = k ? PROD_KEEP(NARROW(x, dim, 0, k), dim) : ones_like(NARROW(x, dim, 0, 1));
+        TensorImpl *omitted = k + 1 < D ? cat2(before, MUL(before, CUMPROD(NARROW(x, dim, k + 1, D - k - 1), dim)), dim)
+                                        : before;
+        TensorImpl *piece = sum_dim_keep(MUL(NARROW(g, dim, k, D - k), omitted), dim);
+        acc = k ? cat2(acc, piece, dim) : piece;
+        if (!acc) return NULL;
     }
-    const double *px = (const double *)c10_data(x);
-    double *pr = (double *)c10_data(r);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < inner; j++) {
-            const double *lx = px + o * D * inner + j;
-            double *lr = pr + o * D * inner + j;
-            int64_t zeros = 0, zi = -1;
-            double prod = 1;
-            for (int64_t k = 0; k < D; k++) {
-                double v = lx[k * inner];
-                if (v == 0) zeros++, zi = k;
-                else prod *= v;
-            }
-            for (int64_t k = 0; k < D; k++)
-                lr[k * inner] = zeros == 0 ? prod / lx[k * inner] : (zeros == 1 && k == zi) ? prod : 0;
-        }
-    c10_release(x);
-    TensorImpl *o = contig_copy(r, t->dtype);
-    c10_release(r);
-    return o;
+    return acc;
+}
+
+/* cumprod's gradient where lines may hold zeros (PyTorch's cumprod_backward).
+ * With z the first zero of a line: before z the usual sum of g_k out_k / x_i
+ * (only k < z count: out_k is 0 from z on); at z, prod_{l<z} x_l times
+ * sum_{k>=z} g_k prod_{z<l<=k} x_l; after z, 0. */
+static TensorImpl *cumprod_grad_zeros(TensorImpl *x, TensorImpl *g, int dim) {
+    TensorImpl *zc = CUMSUM(EQS(x, 0.0), dim);                 /* zeros so far (int64) */
+    TensorImpl *before = EQS(zc, 0.0), *first = MUL(EQS(x, 0.0), EQS(zc, 1.0));
+    TensorImpl *one = ones_like(x);
+    TensorImpl *xs = where3(before, x, one);                   /* x before z, else 1 */
+    TensorImpl *g_before = where3(before, DIV(REVCUMSUM(MUL(g, CUMPROD(x, dim)), dim), xs), ZEROS(x));
+    TensorImpl *after = MUL(GTS(zc, 0.0), EQS(first, 0.0));    /* strictly after z */
+    TensorImpl *tail = CUMPROD(where3(after, x, one), dim);    /* prod_{z<l<=k} x_l for k >= z */
+    TensorImpl *from_z = GTS(zc, 0.0);
+    TensorImpl *t = sum_dim_keep(where3(from_z, MUL(g, tail), ZEROS(x)), dim);
+    TensorImpl *g_first = where3(first, MUL(PROD_KEEP(xs, dim), t), ZEROS(x));
+    return ADD(g_before, g_first);
 }
 
 /* ---- prod ---- */
@@ -166,8 +200,12 @@ int d_prod(BackwardCtx *c, TensorImpl **gi) {
     if (m->ndim == 0) RET(G);
     TensorImpl *g = restore(G, mask, keepdim, m->ndim);
     if (!has_zero(SELF)) RET(DIV(MUL(g, restore(RESULT, mask, keepdim, m->ndim)), SELF));
-    TensorImpl *po = F(prod_others(SELF, dim));
-    RET(MUL(g, po));
+    if (dim >= 0) RET(MUL(g, prod_others(SELF, dim)));
+    OpArgs flat = {.t = {SELF}, .nt = 1, .i = {-1}, .ni = 1}; /* all elements: one line */
+    TensorImpl *po = prod_others(F(ag_call1(OP_reshape_copy, &flat)), 0);
+    OpArgs back = {.t = {po}, .nt = 1, .ni = m->ndim};
+    memcpy(back.i, m->sizes, sizeof(int64_t) * (size_t)m->ndim);
+    RET(MUL(g, po ? F(ag_call1(OP_reshape_copy, &back)) : NULL));
 }
 
 /* ---- max, min ---- */
@@ -282,51 +320,6 @@ int d_cumsum(BackwardCtx *c, TensorImpl **gi) {
     return (gi[0] = ag_call1(OP_cumsum, &a)) ? 0 : -1;
 }
 
-/* cumprod with zeros: exact O(D) per line (PyTorch's cumprod_backward) */
-static TensorImpl *cumprod_zero_grad(const TensorImpl *x, const TensorImpl *g, int dim) {
-    int64_t outer, D, inner;
-    TensorImpl *xd = as_lines(x, dim, &outer, &D, &inner);
-    TensorImpl *gd = xd ? contig_copy(g, CT_FLOAT64) : NULL;
-    TensorImpl *r = gd ? c10_full(xd->sizes, xd->ndim, 0, CT_FLOAT64, xd->device) : NULL;
-    if (!r) {
-        c10_release(xd);
-        c10_release(gd);
-        return NULL;
-    }
-    const double *px = (const double *)c10_data(xd), *pg = (const double *)c10_data(gd);
-    double *pr = (double *)c10_data(r);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < inner; j++) {
-            const double *lx = px + o * D * inner + j, *lg = pg + o * D * inner + j;
-            double *lr = pr + o * D * inner + j;
-            int64_t z = 0;
-            while (z < D && lx[z * inner] != 0) z++;
-            /* i < z: sum_{i <= k < z} g_k out_k / x_i */
-            double out = 1, acc = 0;
-            for (int64_t k = 0; k < z; k++) out *= lx[k * inner];
-            /* suffix sums of g_k out_k over k < z, walking down */
-            double run = out;
-            for (int64_t k = z - 1; k >= 0; k--) {
-                acc += lg[k * inner] * run;
-                lr[k * inner] = acc / lx[k * inner];
-                run /= lx[k * inner];
-            }
-            if (z < D) { /* i == z: sum_{k >= z} g_k prod_{l <= k, l != z} x_l */
-                double pre = out, s = 0;
-                for (int64_t k = z; k < D; k++) {
-                    if (k > z) pre *= lx[k * inner];
-                    s += lg[k * inner] * pre;
-                }
-                lr[z * inner] = s;
-            }
-        }
-    c10_release(xd);
-    c10_release(gd);
-    TensorImpl *res = contig_copy(r, x->dtype);
-    c10_release(r);
-    return res;
-}
-
 int d_cumprod(BackwardCtx *c, TensorImpl **gi) {
     const InputMeta *m = &c->node->in_meta[0];
     int dim = (int)c->args->i[0];
@@ -337,17 +330,11 @@ int d_cumprod(BackwardCtx *c, TensorImpl **gi) {
         if (!a.t[0]) return -1;
         RET(DIV(F(ag_call1(OP_cumsum, &a)), SELF));
     }
-    if (G->device == CT_META) RET(MULS(G, 0.0));
-    RET(F(cumprod_zero_grad(SELF, G, m->ndim ? dim : -1)));
+    if (m->ndim == 0) RET(G);
+    RET(ag_grad_enabled() ? cumprod_grad_naive(SELF, G, dim) : cumprod_grad_zeros(SELF, G, dim));
 }
 
 /* ---- softmax ---- */
-
-static TensorImpl *sum_dim_keep(TensorImpl *x, int64_t dim) {
-    if (!x) return NULL;
-    OpArgs a = {.t = {x}, .nt = 1, .i = {1, 1, dim}, .ni = 3};
-    return F(ag_call1(OP_sum_dims, &a));
-}
 
 /* y * (g - sum(g * y, dim)) */
 int d_softmax(BackwardCtx *c, TensorImpl **gi) {

@@ -496,19 +496,20 @@ def test_grads_ties_and_zeros():
                 check_grad(lambda h: minmax_dim(name, h, d, k)[0], lambda t: tfn(t, d, keepdim=k).values, x,
                            what=f"{name} {d} {k}")
     z = torch.tensor([[1.0, 0.0, 3.0, 2.0], [2.0, 2.0, 0.5, 2.0], [0.0, 5.0, 0.0, 1.0]], dtype=F64)
-    check_grad(lambda h: ct.check(lib.ct_prod(h)), torch.prod, z, second=False, what="prod zeros")
+    check_grad(lambda h: ct.check(lib.ct_prod(h)), torch.prod, z, what="prod zeros")
+    check_grad(lambda h: ct.check(lib.ct_prod(h)), torch.prod, z[1:2], what="prod one zero")
     check_grad(lambda h: ct.check(lib.ct_prod(h)), torch.prod, x[1:2] + 0.5, what="prod")
     for d in (0, 1, -1):
         for k in (False, True):
             check_grad(lambda h: ct.check(lib.ct_prod_dim(h, d, k)), lambda t: t.prod(d, keepdim=k), z,
-                       second=False, what=f"prod_dim zeros {d}")
+                       what=f"prod_dim zeros {d}")
             check_grad(lambda h: ct.check(lib.ct_prod_dim(h, d, k)), lambda t: t.prod(d, keepdim=k), x + 7,
                        what=f"prod_dim {d}")
-        check_grad(lambda h: ct.check(lib.ct_cumprod(h, d)), lambda t: t.cumprod(d), z, second=False,
+        check_grad(lambda h: ct.check(lib.ct_cumprod(h, d)), lambda t: t.cumprod(d), z,
                    what=f"cumprod zeros {d}")
     zz = torch.tensor([0.0, 2.0, 0.0, 3.0, 4.0], dtype=F64)
-    check_grad(lambda h: ct.check(lib.ct_cumprod(h, 0)), lambda t: t.cumprod(0), zz, second=False,
-               what="cumprod two zeros")
+    check_grad(lambda h: ct.check(lib.ct_cumprod(h, 0)), lambda t: t.cumprod(0), zz, what="cumprod two zeros")
+    check_grad(lambda h: ct.check(lib.ct_prod(h)), torch.prod, zz, what="prod two zeros")
     check_grad(lambda h: ct.check(lib.ct_std(h, None, 0, 1.0, False)), torch.std,
                torch.ones(4, dtype=F64), second=False, what="std of constant")
 
