@@ -11,6 +11,9 @@
  *   conv_backward_weight: grad @ col^T summed over the batch (per-thread
  *                         partial sums added in thread order: deterministic
  *                         for a given thread count).
+ * Stride-1 3x3 convolutions with one group and 8 or more channels each way,
+ * in float32/float64, run the forward and the input gradient as Winograd
+ * F(2x2, 3x3) instead (16 gemms over the tiles of chunks of samples).
  * Everything computes in float32 (float16, bfloat16), float64 or int64
  * (integers), on contiguous copies in that dtype.
  *
@@ -281,6 +284,41 @@ static TensorImpl *in_compute(const TensorImpl *t, ct_dtype cd) {
     return o;
 }
 
+/* A kernel on contiguous copies of its inputs (in[k]: NULL for a NULL input),
+ * writing the result into a contiguous compute-dtype buffer. */
+typedef int (*ComputeFn)(ct_dtype cd, void *const *in, void *out, const void *arg);
+
+/* The frame every conv and pool op shares: out (made by the caller with the
+ * result's dtype and shape; zeros where the kernel accumulates, zero set) is
+ * computed by fn from contiguous copies of ts[0..n) in dtype cd (those whose
+ * bit is set in keep: in their own dtype), into out itself when its dtype is
+ * cd, else into a cd buffer copied back. Returns out, or NULL (out released). */
+static TensorImpl *run_compute(TensorImpl *out, ct_dtype cd, const TensorImpl *const *ts, int n, unsigned keep,
+                               bool zero, ComputeFn fn, const void *arg) {
+    if (!out || out->device == CT_META || out->numel == 0) return out;
+    TensorImpl *c[OP_MAX_TENSORS] = {NULL}, *o = NULL;
+    void *in[OP_MAX_TENSORS] = {NULL};
+    int k = 0, rc = -1;
+    for (; k < n; k++) {
+        if (!ts[k]) continue;
+        if (!(c[k] = in_compute(ts[k], keep >> k & 1 ? ts[k]->dtype : cd))) break;
+        in[k] = c10_data(c[k]);
+    }
+    if (k == n)
+        o = cd == out->dtype ? c10_retain(out)
+            : zero           ? c10_full(out->sizes, out->ndim, 0, cd, out->device)
+                             : c10_empty(out->sizes, out->ndim, cd, out->device);
+    if (o) rc = fn(cd, in, c10_data(o), arg);
+    if (!rc && o != out) rc = at_copy_(out, o);
+    for (k = 0; k < n; k++) c10_release(c[k]);
+    c10_release(o);
+    if (rc) {
+        c10_release(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* Which samples run in parallel: all of them over threads when there are
  * several and the work (multiply-adds) is worth waking the other threads for. */
 static bool batch_parallel(const ConvGeo *g) {
@@ -447,8 +485,8 @@ static void sum_parts(ct_dtype cd, char *dst, const char *part, int nt, int64_t 
     }
 }
 
-/* The Winograd run of conv_fwd_kernel (input_grad false: y = conv(x, w) +
- * bias) or of conv_bwd_input_kernel (x = grad_output, y = the input gradient). */
+/* The Winograd run of a convolution (input_grad false: y = conv(x, w) + bias)
+ * or of its input gradient (x = grad_output, y = the input gradient). */
 static int conv_winograd(ct_dtype cd, const char *x, const char *w, const char *bias, char *y, const ConvGeo *g,
                          bool input_grad, bool par) {
     Wino q = {.N = g->N, .C = g->C, .H = g->H, .W = g->W, .O = g->O, .Ho = g->Ho, .Wo = g->Wo, .ph = g->ph,
@@ -495,103 +533,49 @@ OMP(omp for schedule(static))
     return fail ? c10_error_int("out of memory") : 0;
 }
 
-/* y[N, O, Ho, Wo] = conv(x[N, C, H, W], w[O, Cg, kh, kw]) + bias; all contiguous cd. */
-static int conv_fwd_kernel(ct_dtype cd, const char *x, const char *w, const char *bias, char *y, const ConvGeo *g) {
-    int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
-    bool pw = is_pointwise(g), par = batch_parallel(g);
-    if (use_winograd(cd, g, false)) return conv_winograd(cd, x, w, bias, y, g, false, par);
-    int fail = 0;
-OMP(omp parallel if (par) reduction(| : fail))
-    {
-        size_t colsz = (size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es; /* cached blocks: no page faults */
-        char *col = pw ? NULL : c10_alloc(colsz);
-        if (!pw && !col) fail = 1;
-        else {
-OMP(omp for schedule(static))
-            for (int64_t n = 0; n < g->N; n++) {
-                for (int64_t gr = 0; gr < g->groups; gr++) {
-                    const char *xin = x + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
-                    char *yo = y + ((n * g->O + gr * Og) * HW) * es;
-                    const char *B = xin;
-                    if (!pw) {
-                        im2col(cd, xin, col, g);
-                        B = col;
-                    }
-                    double beta = 0;
-                    if (bias) {
-                        fill_rows(cd, yo, bias + gr * Og * es, Og, HW);
-                        beta = 1;
-                    }
-                    fail |= la_gemm(cd, Og, HW, KK, 1, w + gr * Og * KK * es, KK, 1, B, HW, 1, beta, yo, HW) < 0;
-                }
-            }
-        }
-        if (col) c10_dealloc(col, colsz);
-    }
-    return fail ? c10_error_int("out of memory") : 0;
-}
-
-/* gx[N, C, H, W] = conv^T(gy[N, O, Ho, Wo], w) */
-static int conv_bwd_input_kernel(ct_dtype cd, const char *gy, const char *w, char *gx, const ConvGeo *g) {
-    int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
-    bool pw = is_pointwise(g), par = batch_parallel(g);
-    if (use_winograd(cd, g, true)) return conv_winograd(cd, gy, w, NULL, gx, g, true, par);
-    int fail = 0;
-    memset(gx, 0, (size_t)(g->N * g->C * g->H * g->W * es));
-OMP(omp parallel if (par) reduction(| : fail))
-    {
-        size_t colsz = (size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es; /* cached blocks: no page faults */
-        char *col = pw ? NULL : c10_alloc(colsz);
-        if (!pw && !col) fail = 1;
-        else {
-OMP(omp for schedule(static))
-            for (int64_t n = 0; n < g->N; n++) {
-                for (int64_t gr = 0; gr < g->groups; gr++) {
-                    char *xo = gx + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
-                    const char *yi = gy + ((n * g->O + gr * Og) * HW) * es;
-                    /* col[KK, HW] = W_g^T[KK, Og] @ gy_g[Og, HW] */
-                    fail |= la_gemm(cd, KK, HW, Og, 1, w + gr * Og * KK * es, 1, KK, yi, HW, 1, 0,
-                                    pw ? xo : col, HW) < 0;
-                    if (!pw) col2im(cd, col, xo, g);
-                }
-            }
-        }
-        if (col) c10_dealloc(col, colsz);
-    }
-    return fail ? c10_error_int("out of memory") : 0;
-}
-
-/* gw[O, Cg, kh, kw] = sum_n gy[n] @ col(x[n])^T */
-static int conv_bwd_weight_kernel(ct_dtype cd, const char *x, const char *gy, char *gw, const ConvGeo *g) {
+/* The im2col kernels, on contiguous cd data, per sample and group over the
+ * threads (each with its own col buffer). kind 0: y[N, O, Ho, Wo] = conv(a =
+ * x[N, C, H, W], b = w[O, Cg, kh, kw]) + bias; 1: y = the input gradient
+ * (col = w^T @ grad, scatter-added back) from a = grad_output, b = w; 2: y =
+ * the weight gradient, sum_n grad[n] @ col(x[n])^T, from a = x, b =
+ * grad_output (a partial sum per thread, added in thread order). */
+static int conv_im2col(ct_dtype cd, int kind, const char *a, const char *b, const char *bias, char *y,
+                       const ConvGeo *g) {
     int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
     int64_t wn = g->O * KK;
     bool pw = is_pointwise(g), par = batch_parallel(g);
-    int nt = par ? nthreads() : 1;
-    char *part = calloc((size_t)nt, (size_t)(wn > 0 ? wn : 1) * (size_t)es);
-    if (!part) return c10_error_int("out of memory");
-    int fail = 0;
+    int nt = par ? nthreads() : 1, fail = 0;
+    char *part = kind == 2 ? calloc((size_t)nt, (size_t)(wn > 0 ? wn : 1) * (size_t)es) : NULL;
+    if (kind == 2 && !part) return c10_error_int("out of memory");
+    if (kind == 1) memset(y, 0, (size_t)(g->N * g->C * g->H * g->W * es));
 OMP(omp parallel num_threads(nt) if (par) reduction(| : fail))
     {
         size_t colsz = (size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es; /* cached blocks: no page faults */
         char *col = pw ? NULL : c10_alloc(colsz);
-        char *acc = part + (int64_t)thread_id() * wn * es;
+        char *acc = part ? part + (int64_t)thread_id() * wn * es : NULL;
         if (!pw && !col) fail = 1;
         else {
 OMP(omp for schedule(static))
-            for (int64_t n = 0; n < g->N; n++) {
+            for (int64_t n = 0; n < g->N; n++)
                 for (int64_t gr = 0; gr < g->groups; gr++) {
-                    const char *xin = x + ((n * g->C + gr * g->Cg) * g->H * g->W) * es;
-                    const char *yi = gy + ((n * g->O + gr * Og) * HW) * es;
-                    if (!pw) im2col(cd, xin, col, g);
-                    /* acc_g[Og, KK] += gy_g[Og, HW] @ col^T[HW, KK] */
-                    fail |= la_gemm(cd, Og, KK, HW, 1, yi, HW, 1, pw ? xin : col, 1, HW, 1,
-                                    acc + gr * Og * KK * es, KK) < 0;
+                    /* the group's input planes, output planes, weight rows */
+                    int64_t xo = (n * g->C + gr * g->Cg) * g->H * g->W * es, yo = (n * g->O + gr * Og) * HW * es;
+                    int64_t wo = gr * Og * KK * es;
+                    if (kind != 1 && !pw) im2col(cd, a + xo, col, g);
+                    const char *cols = pw ? a + xo : col;
+                    if (kind == 0) {
+                        if (bias) fill_rows(cd, y + yo, bias + gr * Og * es, Og, HW);
+                        fail |= la_gemm(cd, Og, HW, KK, 1, b + wo, KK, 1, cols, HW, 1, bias ? 1 : 0, y + yo, HW) < 0;
+                    } else if (kind == 1) { /* col[KK, HW] = w_g^T[KK, Og] @ grad_g[Og, HW] */
+                        fail |= la_gemm(cd, KK, HW, Og, 1, b + wo, 1, KK, a + yo, HW, 1, 0, pw ? y + xo : col, HW) < 0;
+                        if (!pw) col2im(cd, col, y + xo, g);
+                    } else /* acc_g[Og, KK] += grad_g[Og, HW] @ col^T[HW, KK] */
+                        fail |= la_gemm(cd, Og, KK, HW, 1, b + yo, HW, 1, cols, 1, HW, 1, acc + wo, KK) < 0;
                 }
-            }
         }
         if (col) c10_dealloc(col, colsz);
     }
-    sum_parts(cd, gw, part, nt, wn);
+    if (kind == 2) sum_parts(cd, y, part, nt, wn);
     free(part);
     return fail ? c10_error_int("out of memory") : 0;
 }
@@ -599,30 +583,24 @@ OMP(omp for schedule(static))
 /* Runs a kernel on compute-dtype copies and writes the result (dtype d, shape
  * s) into a new tensor. kind 0: forward(x, w, bias); 1: input grad(gy, w);
  * 2: weight grad(x, gy). */
+typedef struct {
+    int kind;
+    const ConvGeo *g;
+} ConvCall;
+
+static int conv_compute(ct_dtype cd, void *const *in, void *out, const void *arg) {
+    const ConvCall *c = arg;
+    if (c->kind != 2 && use_winograd(cd, c->g, c->kind == 1))
+        return conv_winograd(cd, in[0], in[1], in[2], out, c->g, c->kind == 1, batch_parallel(c->g));
+    return conv_im2col(cd, c->kind, in[0], in[1], in[2], out, c->g);
+}
+
 static TensorImpl *conv_run(int kind, const TensorImpl *t0, const TensorImpl *t1, const TensorImpl *bias,
                             const ConvGeo *g, const int64_t *s, int nd) {
-    ct_dtype d = t0->dtype, cd = la_compute_dtype(d);
-    TensorImpl *out = c10_empty(s, nd, d, t0->device);
-    if (!out || out->device == CT_META || out->numel == 0) return out;
-    TensorImpl *a = in_compute(t0, cd), *b = a ? in_compute(t1, cd) : NULL;
-    TensorImpl *bc = b && bias ? in_compute(bias, cd) : NULL;
-    TensorImpl *o = cd == d ? c10_retain(out) : c10_empty(s, nd, cd, out->device);
-    int rc = -1;
-    if (a && b && o && (!bias || bc)) {
-        if (kind == 0) rc = conv_fwd_kernel(cd, c10_data(a), c10_data(b), bc ? c10_data(bc) : NULL, c10_data(o), g);
-        else if (kind == 1) rc = conv_bwd_input_kernel(cd, c10_data(a), c10_data(b), c10_data(o), g);
-        else rc = conv_bwd_weight_kernel(cd, c10_data(a), c10_data(b), c10_data(o), g);
-        if (!rc && o != out) rc = at_copy_(out, o);
-    }
-    c10_release(a);
-    c10_release(b);
-    c10_release(bc);
-    c10_release(o);
-    if (rc) {
-        c10_release(out);
-        return NULL;
-    }
-    return out;
+    const TensorImpl *ts[3] = {t0, t1, bias};
+    ConvCall c = {kind, g};
+    return run_compute(c10_empty(s, nd, t0->dtype, t0->device), la_compute_dtype(t0->dtype), ts, 3, 0, false,
+                       conv_compute, &c);
 }
 
 /* ============================================================ convolution */
@@ -876,6 +854,18 @@ int fwd_max_pool2d(int op, const OpArgs *a, TensorImpl **out) {
     return 1;
 }
 
+typedef struct {
+    const PoolGeo *p;
+    int64_t *idx;
+} MaxCall;
+
+static int maxpool_compute(ct_dtype cd, void *const *in, void *out, const void *arg) {
+    const MaxCall *c = arg;
+    if (cd == CT_FLOAT32) maxpool_f32(in[0], out, c->idx, c->p);
+    else maxpool_f64(in[0], out, c->idx, c->p);
+    return 0;
+}
+
 static int max_pool2d_both(const OpArgs *a, TensorImpl **out) {
     const char *name = "max_pool2d";
     const TensorImpl *x = a->t[0];
@@ -893,19 +883,9 @@ static int max_pool2d_both(const OpArgs *a, TensorImpl **out) {
     out[0] = c10_empty(s, nd, x->dtype, x->device);
     out[1] = out[0] ? c10_empty(s, nd, CT_INT64, x->device) : NULL;
     if (!out[1]) return -1;
-    if (x->device == CT_META || out[0]->numel == 0) return 2;
-    ct_dtype cd = c10_opmath(x->dtype);
-    TensorImpl *xc = in_compute(x, cd);
-    TensorImpl *yc = !xc ? NULL : cd == x->dtype ? c10_retain(out[0]) : c10_empty(s, nd, cd, x->device);
-    int rc = -1;
-    if (yc) {
-        if (cd == CT_FLOAT32) maxpool_f32((const float *)c10_data(xc), (float *)c10_data(yc), (int64_t *)c10_data(out[1]), &p);
-        else maxpool_f64((const double *)c10_data(xc), (double *)c10_data(yc), (int64_t *)c10_data(out[1]), &p);
-        rc = yc == out[0] ? 0 : at_copy_(out[0], yc);
-    }
-    c10_release(xc);
-    c10_release(yc);
-    return rc ? -1 : 2;
+    MaxCall c = {&p, (int64_t *)c10_data(out[1])};
+    out[0] = run_compute(out[0], c10_opmath(x->dtype), &x, 1, 0, false, maxpool_compute, &c);
+    return out[0] ? 2 : -1;
 }
 
 /* Scatter-add of grad [.., Ho, Wo] through indices into zeros of the input's
@@ -918,6 +898,31 @@ static int check_idx(const char *op, const TensorImpl *g, const TensorImpl *idx)
     return at_same_device(op, g, idx) ? 0 : -1;
 }
 
+typedef struct {
+    const char *name;
+    int64_t planes, hw, HW; /* planes of hw grads and indices, of HW inputs */
+} ScatterCall;
+
+/* out[plane, idx[plane, k]] += grad[plane, k] */
+#define SCATTER(SUF, T)                                                                                   \
+    static int scatter_##SUF(const T *gv, const int64_t *ix, T *ov, const ScatterCall *c) {               \
+        int bad = 0;                                                                                       \
+        OMP(omp parallel for schedule(static) reduction(| : bad) if (c->planes * c->hw > 32768))          \
+        for (int64_t pl = 0; pl < c->planes; pl++)                                                         \
+            for (int64_t k = 0; k < c->hw; k++) {                                                          \
+                int64_t j = ix[pl * c->hw + k];                                                            \
+                if (j < 0 || j >= c->HW) bad = 1;                                                          \
+                else ov[pl * c->HW + j] += gv[pl * c->hw + k];                                             \
+            }                                                                                              \
+        return bad ? c10_error_int("%s: index out of range", c->name) : 0;                                 \
+    }
+SCATTER(f32, float)
+SCATTER(f64, double)
+
+static int scatter_compute(ct_dtype cd, void *const *in, void *out, const void *arg) {
+    return cd == CT_FLOAT32 ? scatter_f32(in[0], in[1], out, arg) : scatter_f64(in[0], in[1], out, arg);
+}
+
 /* t[0] = grad_output, t[1] = indices (same shape); i: the input's ndim and sizes. */
 int fwd_max_pool2d_backward(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
@@ -928,42 +933,13 @@ int fwd_max_pool2d_backward(int op, const OpArgs *a, TensorImpl **out) {
     if (nd != g->ndim) return c10_error_int("%s: input and grad ranks differ", name);
     for (int d = 0; d < nd - 2; d++)
         if (a->i[1 + d] != g->sizes[d]) return c10_error_int("%s: input and grad shapes differ", name);
+    if (!c10_is_float(g->dtype)) return c10_error_int("%s: unsupported dtype", name);
     TensorImpl *o = c10_full(a->i + 1, nd, 0, g->dtype, g->device);
-    if (!o) return -1;
-    out[0] = o;
-    if (g->device == CT_META || o->numel == 0 || g->numel == 0) return 1;
-    ct_dtype cd = c10_opmath(g->dtype);
-    int64_t HW = o->sizes[nd - 2] * o->sizes[nd - 1], hw = g->sizes[nd - 2] * g->sizes[nd - 1];
-    int64_t planes = g->numel / hw;
-    TensorImpl *gc = in_compute(g, cd), *ic = gc ? at_contiguous(idx) : NULL;
-    TensorImpl *oc = !ic ? NULL : cd == g->dtype ? c10_retain(o) : c10_full(o->sizes, nd, 0, cd, o->device);
-    int rc = -1;
-    if (oc) {
-        const int64_t *ix = (const int64_t *)c10_data(ic);
-        int bad = 0;
-#define SCATTER(T)                                                                                       \
-    {                                                                                                    \
-        const T *gv = (const T *)c10_data(gc);                                                           \
-        T *ov = (T *)c10_data(oc);                                                                       \
-        OMP(omp parallel for schedule(static) reduction(| : bad) if (g->numel > 32768))           \
-        for (int64_t pl = 0; pl < planes; pl++)                                                          \
-            for (int64_t k = 0; k < hw; k++) {                                                           \
-                int64_t j = ix[pl * hw + k];                                                             \
-                if (j < 0 || j >= HW) bad = 1;                                                           \
-                else ov[pl * HW + j] += gv[pl * hw + k];                                                 \
-            }                                                                                            \
-    }
-        if (cd == CT_FLOAT32) SCATTER(float)
-        else if (cd == CT_FLOAT64) SCATTER(double)
-        else bad = 2;
-#undef SCATTER
-        if (bad) rc = c10_error_int("%s: index out of range or unsupported dtype", name);
-        else rc = oc == o ? 0 : at_copy_(o, oc);
-    }
-    c10_release(gc);
-    c10_release(ic);
-    c10_release(oc);
-    return rc ? -1 : 1;
+    if (!o || g->numel == 0) return (out[0] = o) ? 1 : -1;
+    ScatterCall c = {name, g->numel / (g->sizes[nd - 2] * g->sizes[nd - 1]), g->sizes[nd - 2] * g->sizes[nd - 1],
+                     o->sizes[nd - 2] * o->sizes[nd - 1]};
+    const TensorImpl *ts[2] = {g, idx};
+    return (out[0] = run_compute(o, c10_opmath(g->dtype), ts, 2, 2, true, scatter_compute, &c)) ? 1 : -1;
 }
 
 /* t[0] = src [.., H, W], t[1] = indices [.., Ho, Wo] (leading dims equal):
@@ -1083,35 +1059,32 @@ AVGPOOL(f32, float, float)
 AVGPOOL(f64, double, double)
 AVGPOOL(i64, int64_t, int64_t)
 
+typedef struct {
+    bool backward, cip;
+    const PoolGeo *p;
+    int64_t div;
+} AvgCall;
+
+static int avg_compute(ct_dtype cd, void *const *in, void *out, const void *arg) {
+    const AvgCall *c = arg;
+    if (!c->backward) {
+        if (cd == CT_FLOAT32) avgpool_f32(in[0], out, c->p, c->div, c->cip);
+        else if (cd == CT_FLOAT64) avgpool_f64(in[0], out, c->p, c->div, c->cip);
+        else avgpool_i64(in[0], out, c->p, c->div, c->cip);
+    } else {
+        if (cd == CT_FLOAT32) avgpool_bwd_f32(in[0], out, c->p, c->div, c->cip);
+        else if (cd == CT_FLOAT64) avgpool_bwd_f64(in[0], out, c->p, c->div, c->cip);
+        else avgpool_bwd_i64(in[0], out, c->p, c->div, c->cip);
+    }
+    return 0;
+}
+
 static TensorImpl *avg_run(bool backward, const TensorImpl *t, const PoolGeo *p, int64_t div, bool cip,
                            const int64_t *s, int nd) {
-    ct_dtype cd = la_compute_dtype(t->dtype);
     TensorImpl *o = backward ? c10_full(s, nd, 0, t->dtype, t->device) : c10_empty(s, nd, t->dtype, t->device);
-    if (!o || t->device == CT_META || o->numel == 0 || t->numel == 0) return o;
-    TensorImpl *tc = in_compute(t, cd);
-    TensorImpl *oc = !tc ? NULL : cd == t->dtype ? c10_retain(o) : c10_full(s, nd, 0, cd, t->device);
-    int rc = -1;
-    if (oc) {
-        const void *in = c10_data(tc);
-        void *ov = c10_data(oc);
-        if (!backward) {
-            if (cd == CT_FLOAT32) avgpool_f32(in, ov, p, div, cip);
-            else if (cd == CT_FLOAT64) avgpool_f64(in, ov, p, div, cip);
-            else avgpool_i64(in, ov, p, div, cip);
-        } else {
-            if (cd == CT_FLOAT32) avgpool_bwd_f32(in, ov, p, div, cip);
-            else if (cd == CT_FLOAT64) avgpool_bwd_f64(in, ov, p, div, cip);
-            else avgpool_bwd_i64(in, ov, p, div, cip);
-        }
-        rc = oc == o ? 0 : at_copy_(o, oc);
-    }
-    c10_release(tc);
-    c10_release(oc);
-    if (rc) {
-        c10_release(o);
-        return NULL;
-    }
-    return o;
+    AvgCall c = {backward, cip, p, div};
+    if (!o || t->numel == 0) return o;
+    return run_compute(o, la_compute_dtype(t->dtype), &t, 1, 0, backward, avg_compute, &c);
 }
 
 /* t[0] = input [N,] C, H, W; i: kernel[2], stride[2], padding[2], ceil_mode,
@@ -1182,30 +1155,26 @@ static inline int64_t a_end(int64_t o, int64_t O, int64_t I) { return ((o + 1) *
 ADAPTIVE(f32, float)
 ADAPTIVE(f64, double)
 
+typedef struct {
+    bool backward;
+    int64_t planes, H, W, Ho, Wo;
+} AdaptiveCall;
+
+static int adaptive_compute(ct_dtype cd, void *const *in, void *out, const void *arg) {
+    const AdaptiveCall *c = arg;
+    if (cd == CT_FLOAT32) adaptive_f32(in[0], out, c->planes, c->H, c->W, c->Ho, c->Wo, c->backward);
+    else adaptive_f64(in[0], out, c->planes, c->H, c->W, c->Ho, c->Wo, c->backward);
+    return 0;
+}
+
 /* x: the input (forward) or grad_output (backward); s/nd: the result's shape;
  * plane sizes H, W (input) and Ho, Wo (output). */
 static TensorImpl *adaptive_run(bool backward, const TensorImpl *x, const int64_t *s, int nd, int64_t H, int64_t W,
                                 int64_t Ho, int64_t Wo) {
     TensorImpl *o = backward ? c10_full(s, nd, 0, x->dtype, x->device) : c10_empty(s, nd, x->dtype, x->device);
-    if (!o || x->device == CT_META || o->numel == 0 || x->numel == 0) return o;
-    ct_dtype cd = c10_opmath(x->dtype);
-    int64_t planes = o->numel / (backward ? H * W : Ho * Wo);
-    TensorImpl *xc = in_compute(x, cd);
-    TensorImpl *oc = !xc ? NULL : cd == x->dtype ? c10_retain(o) : c10_full(s, nd, 0, cd, x->device);
-    int rc = -1;
-    if (oc) {
-        if (cd == CT_FLOAT32)
-            adaptive_f32((const float *)c10_data(xc), (float *)c10_data(oc), planes, H, W, Ho, Wo, backward);
-        else adaptive_f64((const double *)c10_data(xc), (double *)c10_data(oc), planes, H, W, Ho, Wo, backward);
-        rc = oc == o ? 0 : at_copy_(o, oc);
-    }
-    c10_release(xc);
-    c10_release(oc);
-    if (rc) {
-        c10_release(o);
-        return NULL;
-    }
-    return o;
+    if (!o || x->numel == 0) return o;
+    AdaptiveCall c = {backward, o->numel / (backward ? H * W : Ho * Wo), H, W, Ho, Wo};
+    return run_compute(o, c10_opmath(x->dtype), &x, 1, 0, backward, adaptive_compute, &c);
 }
 
 static int adaptive_check(const char *name, const TensorImpl *x, int64_t oh, int64_t ow) {
