@@ -750,8 +750,6 @@ static int float_only(const char *op, const char *kernel, ct_dtype d) {
     return 0;
 }
 
-static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
-
 /* The common 2x2 window with stride 2 over one plane, flat over its Ho * Wo
  * outputs: off[k] is the flat input index of output k's window (the same for
  * every plane). The same scan order and rule as the general loop (larger, or
@@ -759,7 +757,8 @@ static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
  * the plane's end (recomputing a few): vectorised with no scalar tail. */
 #define MAXPOOL2X2(SUF, T)                                                                                \
     static inline void maxpool2x2_span_##SUF(const T *restrict in, const int32_t *restrict off, T *restrict o, \
-                                             int64_t *restrict oi, int64_t W, int64_t k0, int64_t n) {    \
+                                             int64_t *restrict oi, int64_t W, int64_t k0, int64_t n,      \
+                                             bool vals, bool idxs) {                                      \
         for (int64_t k = k0; k < k0 + n; k++) {                                                            \
             int32_t b = off[k];                                                                            \
             T m = in[b], v[3] = {in[b + 1], in[b + W], in[b + W + 1]};                                     \
@@ -769,14 +768,22 @@ static int max_pool2d_both(const OpArgs *a, TensorImpl **out);
                 m = take ? v[j] : m;                                                                       \
                 at = take ? j + 1 : at;                                                                    \
             }                                                                                              \
-            o[k] = m;                                                                                      \
-            oi[k] = b + (at & 1) + (at >> 1) * W;                                                          \
+            if (vals) o[k] = m;                                                                            \
+            if (idxs) oi[k] = b + (at & 1) + (at >> 1) * W;                                                \
         }                                                                                                  \
     }                                                                                                      \
-    static void maxpool2x2_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, int64_t W, int64_t n) { \
-        if (n < 8) maxpool2x2_span_##SUF(in, off, o, oi, W, 0, n);                                         \
+    static inline void maxpool2x2_plane_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, int64_t W, \
+                                              int64_t n, bool vals, bool idxs) {                          \
+        if (n < 8) maxpool2x2_span_##SUF(in, off, o, oi, W, 0, n, vals, idxs);                             \
         else                                                                                               \
-            for (int64_t s = 0; s < n; s += 8) maxpool2x2_span_##SUF(in, off, o, oi, W, s + 8 <= n ? s : n - 8, 8); \
+            for (int64_t s = 0; s < n; s += 8)                                                             \
+                maxpool2x2_span_##SUF(in, off, o, oi, W, s + 8 <= n ? s : n - 8, 8, vals, idxs);           \
+    }                                                                                                      \
+    /* values (o), indices (oi) or both: one specialised loop each */                                     \
+    static void maxpool2x2_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, int64_t W, int64_t n) { \
+        if (o && oi) maxpool2x2_plane_##SUF(in, off, o, oi, W, n, true, true);                             \
+        else if (o) maxpool2x2_plane_##SUF(in, off, o, oi, W, n, true, false);                             \
+        else maxpool2x2_plane_##SUF(in, off, o, oi, W, n, false, true);                                    \
     }
 MAXPOOL2X2(f32, float)
 MAXPOOL2X2(f64, double)
@@ -802,8 +809,8 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
         OMP(omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768))                  \
         for (int64_t pl = 0; pl < planes; pl++) {                                                          \
             const T *in = x + pl * p->H * p->W;                                                            \
-            T *o = y + pl * p->Ho * p->Wo;                                                                 \
-            int64_t *oi = idx + pl * p->Ho * p->Wo;                                                        \
+            T *o = y ? y + pl * p->Ho * p->Wo : NULL;                                                      \
+            int64_t *oi = idx ? idx + pl * p->Ho * p->Wo : NULL;                                           \
             if (off) {                                                                                     \
                 maxpool2x2_##SUF(in, off, o, oi, p->W, p->Ho * p->Wo);                                     \
                 continue;                                                                                  \
@@ -826,8 +833,8 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
                                 best = ih * p->W + iw;                                                     \
                             }                                                                              \
                         }                                                                                  \
-                    o[oh * p->Wo + ow] = m;                                                                \
-                    oi[oh * p->Wo + ow] = best;                                                            \
+                    if (o) o[oh * p->Wo + ow] = m;                                                         \
+                    if (oi) oi[oh * p->Wo + ow] = best;                                                    \
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
@@ -836,27 +843,9 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
 MAXPOOL(f32, float)
 MAXPOOL(f64, double)
 
-/* t[0] = input [N,] C, H, W; i: kernel[2], stride[2], padding[2], dilation[2], ceil_mode.
- * The max_pool2d row gives the values, the max_pool2d_indices row the indices
- * (int64, into each H*W plane; not differentiable). (Two single-output rows
- * rather than one with two outputs: the backward recomputes the indices from
- * the saved input.) */
-int fwd_max_pool2d(int op, const OpArgs *a, TensorImpl **out) {
-    TensorImpl *res[2] = {NULL, NULL};
-    if (max_pool2d_both(a, res) < 0) {
-        c10_release(res[0]);
-        c10_release(res[1]);
-        return -1;
-    }
-    int keep = op == OP_max_pool2d_indices ? 1 : 0;
-    out[0] = res[keep];
-    c10_release(res[1 - keep]);
-    return 1;
-}
-
 typedef struct {
     const PoolGeo *p;
-    int64_t *idx;
+    int64_t *idx; /* NULL: values only */
 } MaxCall;
 
 static int maxpool_compute(ct_dtype cd, void *const *in, void *out, const void *arg) {
@@ -866,26 +855,43 @@ static int maxpool_compute(ct_dtype cd, void *const *in, void *out, const void *
     return 0;
 }
 
-static int max_pool2d_both(const OpArgs *a, TensorImpl **out) {
+/* max_pool2d's values, or (indices) its int64 indices alone. */
+static TensorImpl *max_pool2d_run(const OpArgs *a, bool indices) {
     const char *name = "max_pool2d";
     const TensorImpl *x = a->t[0];
     PoolGeo p = {.kh = a->i[0], .kw = a->i[1], .sh = a->i[2], .sw = a->i[3], .ph = a->i[4], .pw = a->i[5],
                  .dh = a->i[6], .dw = a->i[7], .ceil = a->i[8] != 0};
     if (x->ndim != 3 && x->ndim != 4)
-        return c10_error_int("%s: non-empty 3D or 4D (batch mode) tensor expected for input", name);
+        return c10_error("%s: non-empty 3D or 4D (batch mode) tensor expected for input", name);
     pool_sizes(x, &p);
     if (pool_out(name, p.H, p.kh, p.ph, p.sh, p.dh, p.ceil, &p.Ho) ||
         pool_out(name, p.W, p.kw, p.pw, p.sw, p.dw, p.ceil, &p.Wo) || pool_shape_check(name, x, &p) ||
         float_only(name, name, x->dtype))
-        return -1;
+        return NULL;
     int64_t s[4];
     int nd = pool_out_shape(&p, s);
-    out[0] = c10_empty(s, nd, x->dtype, x->device);
-    out[1] = out[0] ? c10_empty(s, nd, CT_INT64, x->device) : NULL;
-    if (!out[1]) return -1;
-    MaxCall c = {&p, (int64_t *)c10_data(out[1])};
-    out[0] = run_compute(out[0], c10_opmath(x->dtype), &x, 1, 0, false, maxpool_compute, &c);
-    return out[0] ? 2 : -1;
+    ct_dtype cd = c10_opmath(x->dtype);
+    MaxCall c = {&p, NULL};
+    if (!indices) return run_compute(c10_empty(s, nd, x->dtype, x->device), cd, &x, 1, 0, false, maxpool_compute, &c);
+    TensorImpl *idx = c10_empty(s, nd, CT_INT64, x->device), *xc = NULL;
+    if (!idx || idx->device == CT_META || idx->numel == 0) return idx;
+    if (!(xc = in_compute(x, cd))) {
+        c10_release(idx);
+        return NULL;
+    }
+    c.idx = (int64_t *)c10_data(idx);
+    maxpool_compute(cd, (void *[]){c10_data(xc)}, NULL, &c);
+    c10_release(xc);
+    return idx;
+}
+
+/* t[0] = input [N,] C, H, W; i: kernel[2], stride[2], padding[2], dilation[2], ceil_mode.
+ * The max_pool2d row gives the values, the max_pool2d_indices row the indices
+ * (int64, into each H*W plane; not differentiable). (Two single-output rows
+ * rather than one with two outputs: the backward recomputes the indices from
+ * the saved input.) */
+int fwd_max_pool2d(int op, const OpArgs *a, TensorImpl **out) {
+    return (out[0] = max_pool2d_run(a, op == OP_max_pool2d_indices)) ? 1 : -1;
 }
 
 /* Scatter-add of grad [.., Ho, Wo] through indices into zeros of the input's
