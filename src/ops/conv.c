@@ -412,15 +412,15 @@ typedef struct {
         const int64_t th = q->th, tw = q->tw, W2 = 2 * tw, nr = th + 1, nh = nr * tw, CV = q->C * ldv;     \
         const int64_t lo = q->pw < W2 + 2 ? q->pw : W2 + 2, hi = q->W + q->pw < W2 + 2 ? q->W + q->pw : W2 + 2; \
         T *pe = rows, *po = pe + nr * W2 + 2, *halo = po + nr * W2 + 2, *he = halo + 4 * nr, *ho = he + 4 * nh; \
-        T *row = ho + 4 * nh;                                                                              \
+        const int64_t mid = hi < W2 ? hi : W2; /* the input's columns [lo, mid) in the row proper */       \
         for (int64_t c = 0; c < q->C; c++) {                                                               \
             for (int64_t r = 0; r < 2 * nr; r++) { /* padded row r: pe or po row r / 2, and its halo */    \
                 int64_t ih = r - q->ph;                                                                    \
-                memset(row, 0, (size_t)(W2 + 2) * sizeof(T));                                              \
-                if (ih >= 0 && ih < q->H)                                                                  \
-                    memcpy(row + lo, x + (c * q->H + ih) * q->W, (size_t)(hi - lo) * sizeof(T));           \
-                memcpy((r & 1 ? po : pe) + r / 2 * W2, row, (size_t)W2 * sizeof(T));                      \
-                halo[2 * r] = row[W2], halo[2 * r + 1] = row[W2 + 1];                                      \
+                const T *src = ih >= 0 && ih < q->H ? x + (c * q->H + ih) * q->W : NULL;                   \
+                T *dst = (r & 1 ? po : pe) + r / 2 * W2;                                                   \
+                memset(dst, 0, (size_t)W2 * sizeof(T));                                                    \
+                if (src && mid > lo) memcpy(dst + lo, src, (size_t)(mid - lo) * sizeof(T));               \
+                for (int64_t k = W2; k < W2 + 2; k++) halo[2 * r + k - W2] = src && k >= lo && k < hi ? src[k - lo] : 0; \
             }                                                                                              \
             for (int par = 0; par < 2; par++) { /* d B along the rows, then the rows' last tiles */        \
                 const T *p = par ? po : pe;                                                                \
@@ -504,7 +504,7 @@ static int conv_winograd(ct_dtype cd, const char *x, const char *w, const char *
     nchunk = (q.N + nb - 1) / nb;
     const int f = cd == CT_FLOAT64;
     size_t usz = (size_t)(16 * q.O * q.C * es), vsz = (size_t)(16 * q.C * nb * tiles * es);
-    size_t msz = (size_t)(16 * q.O * nb * tiles * es), rsz = (size_t)((12 * (q.th + 1) * q.tw + 4 * q.th + 2 * q.tw + 16) * es);
+    size_t msz = (size_t)(16 * q.O * nb * tiles * es), rsz = (size_t)((12 * (q.th + 1) * q.tw + 4 * q.th + 8) * es);
     char *U = c10_alloc(usz);
     if (!U) return -1;
     wino_fn[f].weight(w, U, &q);
