@@ -571,9 +571,9 @@ typedef struct ct_function {
     int (*backward)(ct_ctx *ctx, const ct_tensor *const *grad_outputs, int nout, ct_tensor **grad_inputs, int n);
     void *data;       /* the initial ct_ctx_get_data(ctx): extra arguments for forward */
 } ct_function;
-/* Fn.apply(*inputs): n <= 6 inputs, 1 <= nout <= 4 outputs (new handles in outputs[]); 0 or -1. */
+/* Fn.apply(*inputs): n <= 18 inputs, 1 <= nout <= 4 outputs (new handles in outputs[]); 0 or -1. */
 CT_API int ct_function_apply(const ct_function *fn, const ct_tensor *const *inputs, int n, ct_tensor **outputs, int nout);
-/* ctx.save_for_backward (forward only; at most 10 tensors, NULL allowed); version-checked at use. */
+/* ctx.save_for_backward (forward only; at most 22 tensors, NULL allowed); version-checked at use. */
 CT_API int ct_ctx_save_for_backward(ct_ctx *ctx, const ct_tensor *const *tensors, int n);
 /* The i-th saved tensor (new handle; NULL for a saved NULL, or NULL + error if freed or modified in place). */
 CT_API ct_tensor *ct_ctx_saved(ct_ctx *ctx, int i);

@@ -120,10 +120,17 @@ struct AutogradMeta {
 enum {
     SV_IN0 = 1 << 0, SV_IN1 = 1 << 1, SV_IN2 = 1 << 2, SV_IN3 = 1 << 3, SV_IN4 = 1 << 4, SV_IN5 = 1 << 5,
     SV_OUT0 = 1 << 8, SV_OUT1 = 1 << 9, SV_OUT2 = 1 << 10, SV_OUT3 = 1 << 11,
+    SV_INS_FROM1 = 2 << 12, SV_INS_FROM2 = 3 << 12, /* every input from 1 (2) on: index lists */
     F_VIEW = 1 << 16 /* the output is a view of input 0 */
 };
 #define SV_IN(k) (1 << (k))
 #define SV_OUT(k) (1 << (8 + (k)))
+#define SV_ANY 0xffff /* the bits that save something */
+/* Does a row with these flags save its input k? */
+static inline bool saves_input(unsigned flags, int k) {
+    unsigned from = (flags >> 12) & 0xf; /* SV_INS_FROM(k): k + 1 */
+    return (flags & SV_IN(k)) || (from && k >= (int)from - 1);
+}
 
 /* The backward column of every OP row, declared from the table. NONE marks a
  * non-differentiable op. */

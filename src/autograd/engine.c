@@ -184,7 +184,7 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
         if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = ag_zeros_like_meta(&n->out_meta[k])))
             rc = -1;
     for (int k = 0; k < n->num_next; k++) c.needs[k] = needs ? needs[k] : n->next[k].fn && n->next[k].fn->needed;
-    if (n->released && (deriv_info[n->op].flags & 0xfff)) /* its saved tensors are gone */
+    if (n->released && (deriv_info[n->op].flags & SV_ANY)) /* its saved tensors are gone */
         rc = ag_unpack(n, &n->saved_in[0], 0) ? 0 : -1;
     for (int k = 0; k < n->num_next && rc == 0; k++)
         if (n->saved_in[k].data && !(c.in[k] = ag_unpack_input(n, &n->saved_in[k], k))) rc = -1;
@@ -338,7 +338,7 @@ static int run_node(GraphTask *g, Node *n) {
     }
 done:
     for (int k = 0; k < OP_MAX_OUTS; k++) c10_release(inputs[k]);
-    for (int k = 0; k < OP_MAX_TENSORS; k++) c10_release(gi[k]);
+    for (int k = 0; k < n->num_next; k++) c10_release(gi[k]);
     return rc;
 }
 

@@ -307,7 +307,7 @@ static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl
         if (!t) continue;
         node->next[k] = ag_gradient_edge(t);
         ag_input_meta(node, &node->in_meta[k], t);
-        if (flags & SV_IN(k)) ag_save(&node->saved_in[k], k == 0 && self_saved ? self_saved : t, false);
+        if (saves_input(flags, k)) ag_save(&node->saved_in[k], k == 0 && self_saved ? self_saved : t, false);
     }
     for (int j = 0; j < n; j++) {
         if (out[j]) ag_input_meta(node, &node->out_meta[j], out[j]);

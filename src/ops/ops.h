@@ -27,7 +27,7 @@
 #define OMP(...)
 #endif
 
-#define OP_MAX_TENSORS 6
+#define OP_MAX_TENSORS (2 + CT_MAX_DIMS) /* index_put: self, values, an index per dim */
 #define OP_MAX_INTS (4 * CT_MAX_DIMS + 8) /* view_scatter: two geometries (sizes, strides) */
 #define OP_MAX_OUTS 4
 

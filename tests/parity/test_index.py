@@ -420,6 +420,30 @@ def test_index_grad():
         grad_check(cfn, tfn, ins, [0], name + ": ", name="IndexBackward0")
 
 
+def test_index_every_dim_of_a_7d_tensor():
+    """an index tensor per dim (7 > the 4 a node once had room for), with and without ':'"""
+    x = rand((2, 3, 2, 2, 3, 2, 2))
+    full = tuple(torch.randint(-s, s, (4,), generator=GEN) for s in x.shape)
+    for idxs in (full, full[:3] + (None,) + full[4:], (None,) + full[1:6]):
+        ins = [x] + [i for i in idxs if i is not None]
+        where = [k for k, i in enumerate(idxs) if i is not None]
+
+        def put(ii, where=where, n=len(idxs)):
+            out = [None] * n
+            for k, v in zip(where, ii):
+                out[k] = v
+            return out
+
+        close(ct_index(x, idxs), torch_index(x, idxs), f"{len(where)} indices: ")
+        grad_check(lambda t, *ii: lib.ct_index(t, arr(put(ii)), len(idxs)),
+                   lambda t, *ii: torch_index(t, put(ii)), ins, [0], f"{len(where)} indices: ",
+                   name="IndexBackward0")
+    v = rand((4,))
+    grad_check(lambda t, vv, *ii: lib.ct_index_put(t, arr(list(ii)), len(ii), vv, True),
+               lambda t, vv, *ii: t.index_put(ii, vv, accumulate=True), [x, v] + list(full), [0, 1],
+               "index_put 7 indices: ", name="IndexPutBackward0")
+
+
 def ct_index_put(x, idxs, v, acc):
     return lib.ct_index_put(h(x), arr([h(i) for i in idxs]), len(idxs), h(v), acc)
 
