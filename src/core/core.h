@@ -247,7 +247,7 @@ CT_INTERNAL uint32_t c10_random32(void);
 CT_INTERNAL uint64_t c10_random64(void);
 /* Fill a contiguous tensor as torch.rand/uniform_, torch.randn/normal_ do. */
 CT_INTERNAL void c10_uniform_fill(TensorImpl *t, double from, double to);
-CT_INTERNAL void c10_normal_fill(TensorImpl *t, double mean, double std);
+CT_INTERNAL void c10_normal_fill(TensorImpl *t, double mean, double std, bool serial);
 CT_INTERNAL void c10_randint_fill(TensorImpl *t, int64_t low, int64_t high);
 CT_INTERNAL void c10_randperm_fill(TensorImpl *t);
 CT_INTERNAL void c10_bernoulli_fill(TensorImpl *t, double p);

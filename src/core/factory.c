@@ -120,7 +120,7 @@ ct_tensor *ct_rand(const int64_t *shape, int ndim, ct_dtype dtype) {
 
 ct_tensor *ct_randn(const int64_t *shape, int ndim, ct_dtype dtype) {
     ct_tensor *h = random_tensor("normal_kernel_cpu", shape, ndim, dtype, true);
-    if (h) c10_normal_fill(c10_unwrap(h), 0, 1);
+    if (h) c10_normal_fill(c10_unwrap(h), 0, 1, false);
     return h;
 }
 
@@ -159,28 +159,32 @@ static TensorImpl *in_memory_order(const TensorImpl *t) {
     return c10_permute(t, perm, t->ndim);
 }
 
-/* In-place random fills draw numbers in memory order, as PyTorch does: a dense
- * tensor in any layout is filled through its memory-order view; others go
- * through a contiguous temporary. */
+/* In-place random fills of a non-contiguous tensor draw one number per element
+ * in TensorIterator's order, as PyTorch does: the order of its memory-order
+ * view (dims by decreasing stride), whether it is dense or not; normal_ then
+ * takes the per-element Box-Muller path, never the blocks of 16. The numbers
+ * are drawn into a contiguous temporary and written through that view. */
 static int random_inplace(ct_tensor *h, int kind, double a, double b) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
     if (kind != 2 && !c10_is_float(t->dtype))
         return c10_error_int("\"%s\" not implemented for '%s'", kind ? "normal_kernel_cpu" : "check_uniform_bounds",
                              c10_dtype_cname(t->dtype));
+    if (c10_has_internal_overlap(t))
+        return c10_error_int("unsupported operation: more than one element of the written-to tensor refers to a "
+                             "single memory location. Please clone() the tensor before performing the operation.");
     if (t->device == CT_META) return 0;
-    TensorImpl *tmp = t->is_contiguous ? c10_retain(t) : NULL;
-    if (!tmp && kind != 1) { /* PyTorch's normal_ of a non-contiguous tensor takes another path */
-        TensorImpl *m = in_memory_order(t);
-        if (m && m->is_contiguous) tmp = m;
-        else c10_release(m);
+    TensorImpl *tmp = t->is_contiguous ? c10_retain(t) : c10_empty_like(t);
+    TensorImpl *order = t->is_contiguous ? NULL : in_memory_order(t);
+    if (!tmp || (!t->is_contiguous && !order)) {
+        c10_release(tmp);
+        return -1;
     }
-    if (!tmp) tmp = c10_empty_like(t);
-    if (!tmp) return -1;
     if (kind == 0) c10_uniform_fill(tmp, a, b);
-    else if (kind == 1) c10_normal_fill(tmp, a, b);
+    else if (kind == 1) c10_normal_fill(tmp, a, b, !t->is_contiguous);
     else c10_bernoulli_fill(tmp, a);
-    if (tmp->storage != t->storage) c10_copy_strided(t, tmp);
+    if (order) c10_copy_strided(order, tmp);
+    c10_release(order);
     c10_release(tmp);
     c10_bump_version(t);
     return 0;

@@ -357,16 +357,16 @@ static void normal16_bf16(uint16_t *d, uint16_t mean, uint16_t std) {
     }
 }
 
-/* t must be contiguous. (PyTorch fills a non-contiguous tensor elementwise in
- * TensorIterator order, i.e. memory order, and its normal_ then always takes the
- * per-element normal_distribution<double> path, never the blocks of 16.) */
-CT_INTERNAL void c10_normal_fill(TensorImpl *t, double mean, double std) {
+/* t must be contiguous. serial: one normal_distribution<double> draw per
+ * element (PyTorch's path for non-contiguous tensors), never the blocks of 16. */
+CT_INTERNAL void c10_normal_fill(TensorImpl *t, double mean, double std, bool serial) {
     char *data = c10_data(t);
     if (!data || t->numel == 0) return;
     int64_t n = t->numel;
+    bool blocks = !serial && n >= 16; /* else the per-element path below */
     ct_dtype dt = t->dtype;
     Generator *g = gen_lock();
-    if (n >= 16 && dt == CT_FLOAT32) {
+    if (blocks && dt == CT_FLOAT32) {
         float *p = (float *)data;
         float m = (float)mean, s = (float)std;
         for (int64_t i = 0; i < n; i++) p[i] = unit_float(g);
@@ -376,7 +376,7 @@ CT_INTERNAL void c10_normal_fill(TensorImpl *t, double mean, double std) {
             for (int i = 0; i < 16; i++) q[i] = unit_float(g);
             normal16_avx2(q, m, s);
         }
-    } else if (n >= 16 && dt == CT_FLOAT64) {
+    } else if (blocks && dt == CT_FLOAT64) {
         double *p = (double *)data;
         for (int64_t i = 0; i < n; i++) p[i] = unit_double(g);
         for (int64_t i = 0; i + 16 <= n; i += 16) normal16_double(p + i, mean, std);
@@ -385,7 +385,7 @@ CT_INTERNAL void c10_normal_fill(TensorImpl *t, double mean, double std) {
             for (int i = 0; i < 16; i++) q[i] = unit_double(g);
             normal16_double(q, mean, std);
         }
-    } else if (n >= 16 && (dt == CT_FLOAT16 || dt == CT_BFLOAT16)) {
+    } else if (blocks && (dt == CT_FLOAT16 || dt == CT_BFLOAT16)) {
         uint16_t *p = (uint16_t *)data;
         bool half = dt == CT_FLOAT16;
         uint16_t m = half ? f2h((float)mean) : f2bf((float)mean);

@@ -286,19 +286,43 @@ def test_repr_meta(shape, dtype):
     assert ct.repr_of(h) == repr(torch.empty(shape, dtype=dtype, device="meta"))
 
 
-@pytest.mark.parametrize("shape,perm", [((4, 5), (1, 0)), ((2, 3, 4), (2, 0, 1)), ((3, 1, 4), (2, 1, 0))])
-@pytest.mark.parametrize("kind", ["uniform", "bernoulli"])
-def test_inplace_fill_in_memory_order(shape, perm, kind):
-    """uniform_/bernoulli_ on a permuted (dense, non-contiguous) tensor draw the
-    numbers in memory order, as torch does."""
+LAYOUTS = {
+    "t": lambda base: base((4, 5)).t(),
+    "permute3": lambda base: base((2, 3, 4)).permute(2, 0, 1),
+    "size1": lambda base: base((3, 1, 4)).permute(2, 1, 0),
+    "big_t": lambda base: base((9, 7)).t(),                     # > 16 elements: normal_'s block path if contiguous
+    "cols": lambda base: base((6, 8))[:, ::2],                  # not dense
+    "rows_t": lambda base: base((10, 6))[1::3].t(),             # not dense, transposed
+    "offset": lambda base: base((40,))[3:37:2],
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("kind", ["uniform", "normal", "bernoulli"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=dtype_id)
+def test_inplace_fill_of_strided_tensors(layout, kind, dtype):
+    """uniform_/normal_/bernoulli_ on a non-contiguous tensor (permuted or not
+    dense) draw one number per element in TensorIterator's order, as torch does,
+    and leave the other elements of the storage alone."""
+    def fill(t):
+        return {"uniform": lambda: t.uniform_(-1, 2), "normal": lambda: t.normal_(0.5, 2.0),
+                "bernoulli": lambda: t.bernoulli_(0.3)}[kind]()
+
     torch.manual_seed(3)
-    t = torch.empty(*shape).permute(*perm)
-    if kind == "uniform":
-        t.uniform_(-1, 2)
-    else:
-        t.bernoulli_(0.3)
-    ours = ct.from_torch(torch.empty(*shape).permute(*perm))
+    t = LAYOUTS[layout](lambda shape: torch.full(shape, 7.0, dtype=dtype))
+    fill(t)
+    ours, storage = ct.from_torch(LAYOUTS[layout](lambda shape: torch.full(shape, 7.0, dtype=dtype)),
+                                  with_storage=True)
     ct.lib.ct_manual_seed(3)
-    rc = ct.lib.ct_uniform_(ours, -1.0, 2.0) if kind == "uniform" else ct.lib.ct_bernoulli_(ours, 0.3)
-    assert rc == 0
+    rc = {"uniform": lambda: ct.lib.ct_uniform_(ours, -1.0, 2.0), "normal": lambda: ct.lib.ct_normal_(ours, 0.5, 2.0),
+          "bernoulli": lambda: ct.lib.ct_bernoulli_(ours, 0.3)}[kind]()
+    assert rc == 0, ct.last_error()
     assert torch.equal(ct.to_torch(ours), t)
+    assert torch.equal(ct.to_torch(storage), ct.torch_storage(t))
+
+
+def test_inplace_fill_of_overlapping_tensor_is_an_error():
+    for name, args in [("ct_uniform_", (0.0, 1.0)), ("ct_normal_", (0.0, 1.0)), ("ct_bernoulli_", (0.5,))]:
+        h = ct.check(lib.ct_expand(ct.from_torch(torch.zeros(3, 1)), i64((3, 4)), 2))
+        assert getattr(ct.lib, name)(h, *args) == -1
+        assert "more than one element of the written-to tensor refers to a single memory location" in ct.last_error()
