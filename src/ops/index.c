@@ -30,19 +30,18 @@
     default: { typedef uint64_t E; __VA_ARGS__ } break;                          \
     }
 
-/* Every dtype: (enum, storage type, compute type, load, store). */
 #define ID_(x) (x)
-#define FOR_DTYPES(X)                                                            \
-    X(CT_BOOL, bool, bool, ID_, ID_)                                             \
-    X(CT_UINT8, uint8_t, uint8_t, ID_, ID_)                                      \
-    X(CT_INT8, int8_t, int8_t, ID_, ID_)                                         \
-    X(CT_INT16, int16_t, int16_t, ID_, ID_)                                      \
-    X(CT_INT32, int32_t, int32_t, ID_, ID_)                                      \
-    X(CT_INT64, int64_t, int64_t, ID_, ID_)                                      \
-    X(CT_FLOAT16, uint16_t, float, c10_h2f, c10_f2h)                             \
-    X(CT_BFLOAT16, uint16_t, float, c10_bf2f, c10_f2bf)                          \
-    X(CT_FLOAT32, float, float, ID_, ID_)                                        \
-    X(CT_FLOAT64, double, double, ID_, ID_)
+
+
+/* The end of a forward: out[0] = o when r is 0, else o is released; 1 or -1. */
+static int put_out(int r, TensorImpl *o, TensorImpl **out) {
+    if (r < 0) {
+        c10_release(o);
+        return -1;
+    }
+    out[0] = o;
+    return 1;
+}
 
 static const char *dev_name(ct_device d) { return d == CT_META ? "meta" : "cpu"; }
 
@@ -268,12 +267,7 @@ OMP(omp parallel for if (total * inner > GRAIN))
     }
     c10_release(idx);
     c10_release(src);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* dst[outer, size, inner] += alpha * src[outer, n, inner] at rows idx[n]
@@ -369,12 +363,7 @@ int fwd_index_add(int op, const OpArgs *a, TensorImpl **out) {
     if (r == 0) r = check_range("index_add", ldata(idx), n, self->ndim ? self->sizes[dim] : 1, false, -1);
     if (r == 0) r = index_add_into(o, dim, idx, source, a->s[0]);
     c10_release(idx);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* ------------------------------------------------- gather/scatter family */
@@ -588,12 +577,7 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     }
     c10_release(idx);
     c10_release(sv);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* t[0] self, t[1] index (int64), t[2] src (self's dtype); i: dim. dst: in place */
@@ -1063,12 +1047,7 @@ int fwd_masked_scatter(int op, const OpArgs *a, TensorImpl **out) {
     }
     c10_release(mc);
     c10_release(sc);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* t[0] self, t[1] index (int64, any shape): self.flatten()[index] */
@@ -1100,12 +1079,7 @@ int fwd_take(int op, const OpArgs *a, TensorImpl **out) {
     }
     c10_release(idx);
     c10_release(sc);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* ------------------------------------------------ flip, roll, repeat, pad */
@@ -1134,12 +1108,7 @@ int fwd_flip(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *v = c10_make(self->storage, self->sizes, st, self->ndim, off, self->dtype);
     int r = v ? copy_into(o, v) : -1;
     c10_release(v);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* o = src rolled by shift along dim (o, src same shape; shift in [0, size)) */
@@ -1195,12 +1164,7 @@ int fwd_roll(int op, const OpArgs *a, TensorImpl **out) {
         }
         c10_release(cur);
     }
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* t[0]; i: repeats (ni >= ndim) */
@@ -1247,12 +1211,7 @@ int fwd_repeat(int op, const OpArgs *a, TensorImpl **out) {
     int r = ov && sv ? copy_into(ov, sv) : -1;
     c10_release(ov);
     c10_release(sv);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* t[0]; i: diagonal. op OP_tril or OP_triu */
@@ -1337,12 +1296,7 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
     int r = (dv && sv) ? (empty ? 0 : copy_into(dv, sv)) : -1;
     c10_release(dv);
     c10_release(sv);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* --------------------------------------------------------- sort and topk */
@@ -1631,12 +1585,7 @@ OMP(omp parallel for if (n * D > GRAIN))
     }
     c10_release(idx);
     c10_release(wc);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* t[0] grad [..., D], t[1] indices; i: num_weights, padding_idx (-1: none).
@@ -1685,12 +1634,7 @@ int fwd_embedding_backward(int op, const OpArgs *a, TensorImpl **out) {
     }
     c10_release(idx);
     c10_release(gc);
-    if (r < 0) {
-        c10_release(o);
-        return -1;
-    }
-    out[0] = o;
-    return 1;
+    return put_out(r, o, out);
 }
 
 /* ----------------------------------------------- elementwise: ew kernels */
