@@ -186,10 +186,10 @@ static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, in
             for (int64_t i = 0; i < n; i++) ((uint32_t *)gbuf)[i] = *(const uint32_t *)(src + i * stride);
         else
             for (int64_t i = 0; i < n; i++) ((uint64_t *)gbuf)[i] = *(const uint64_t *)(src + i * stride);
-    } else if (sd == CT_FLOAT16 && cd == CT_FLOAT32) {
-        for (int64_t i = 0; i < n; i++) ((float *)gbuf)[i] = c10_h2f(*(const uint16_t *)(src + i * stride));
-    } else if (sd == CT_BFLOAT16 && cd == CT_FLOAT32) {
-        for (int64_t i = 0; i < n; i++) ((float *)gbuf)[i] = c10_bf2f(*(const uint16_t *)(src + i * stride));
+    } else if ((sd == CT_FLOAT16 || sd == CT_BFLOAT16) && cd == CT_FLOAT32) {
+        uint16_t *h = (uint16_t *)(gbuf + 4 * n); /* past the floats: gbuf holds 8 bytes per element */
+        for (int64_t i = 0; i < n; i++) h[i] = *(const uint16_t *)(src + i * stride);
+        rk_half_to_float((float *)gbuf, h, sd == CT_BFLOAT16, n);
     } else if (cd == CT_INT64 && sd != CT_BOOL) {
         int64_t *o = (int64_t *)gbuf;
         switch (sd) {
