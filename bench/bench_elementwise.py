@@ -5,6 +5,9 @@
 medians of several runs, GB/s counted as bytes read + written.
 
     CTORCH_LIB=build/libctorch.so /usr/bin/python3 bench/bench_elementwise.py [reps]
+
+bench/bench_bandwidth.py gives the wider table: every dtype and layout, as a
+percentage of the STREAM triad measured in the same run.
 """
 import ctypes
 import os
