@@ -393,6 +393,26 @@ static bool simple_plan(const ElementwiseSpec *spec, TensorImpl *const *in, Tens
     return true;
 }
 
+/* One element (every input then has one too): the kernel straight on the
+ * operands, through one-element buffers where a dtype differs. Chains of
+ * scalar ops, autograd's overhead case, live here. */
+static void run_one(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl *o, ew_kernel kernel,
+                    const double *s) {
+    _Alignas(16) char buf[MAXOPS][16];
+    char *p[MAXOPS];
+    p[0] = o->dtype == spec->out_dtype ? c10_data(o) : buf[0];
+    for (int k = 0; k < spec->ninputs; k++) {
+        const TensorImpl *t = in[k];
+        p[k + 1] = c10_data(t);
+        if (t->dtype != spec->in_dtype) {
+            c10_convert(buf[k + 1], spec->in_dtype, p[k + 1], t->dtype, 1);
+            p[k + 1] = buf[k + 1];
+        }
+    }
+    kernel(1, p, s);
+    if (p[0] == buf[0]) c10_convert(c10_data(o), o->dtype, buf[0], spec->out_dtype, 1);
+}
+
 int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out, ew_kernel kernel,
            const double *s) {
     int64_t shape[CT_MAX_DIMS];
@@ -434,7 +454,9 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
         o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype, device);
         if (!o) return -1;
     }
-    if (o->device != CT_META && o->numel > 0 && simple_plan(spec, in, o, kernel, s)) {
+    if (o->device != CT_META && o->numel == 1) {
+        run_one(spec, in, o, kernel, s);
+    } else if (o->device != CT_META && o->numel > 0 && simple_plan(spec, in, o, kernel, s)) {
         /* done: contiguous operands of one shape (or single elements) */
     } else if (o->device != CT_META && o->numel > 0) {
         Plan pl;

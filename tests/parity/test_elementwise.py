@@ -182,11 +182,11 @@ def test_unary_values_all_dtypes(name):
     problems = []
     g = gen(1)
     fn, tf = getattr(L, "ct_" + name), TORCH_UNARY[name]
-    for dt in TDT:
-        x = rand((5, 7), dt, g)
+    for dt, shape in [(dt, shape) for dt in TDT for shape in ((5, 7), (), (1, 1))]:
+        x = rand(shape, dt, g)
         err, want = fails(lambda: tf(x))
         h = fn(c(x))
-        what = f"{name}({dt})"
+        what = f"{name}({dt}{list(shape)})"
         if err is not None:
             if torch_unsupported(err):
                 continue
@@ -391,6 +391,43 @@ def test_binary_dtype_pairs(name):
                     expect_error(h, err, what, problems)
                 continue
             compare(h, want, what, problems)
+    report(problems)
+
+
+ONE_SHAPES = [((), ()), ((1,), ()), ((), (1, 1)), ((1, 1), (1,))]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_one_element(name):
+    """Single-element operands of every dtype pair and mix of 0-dim and size-1 shapes
+    (the engine's one-element path): values, result dtypes, shapes, in-place casts."""
+    problems = []
+    g = gen(21)
+    fn, fn_, tf = getattr(L, "ct_" + name), getattr(L, "ct_" + name + "_"), TORCH_BINARY[name]
+    for ia, da in enumerate(TDT):
+        for ib, db in enumerate(TDT):
+            for sa, sb in ONE_SHAPES[(ia + 3 * ib) % 4:][:1]:  # each mix of shapes, over the pairs
+                a, b = bin_inputs(name, da, db, g, shape=(1,))
+                a, b = a.reshape(sa), b.reshape(sb)
+                what = f"{name}({da}{list(sa)}, {db}{list(sb)})"
+                err, want = fails(lambda: tf(a, b))
+                h = fn(c(a), c(b))
+                if err is None:
+                    compare(h, want, what, problems)
+                elif not torch_unsupported(err):
+                    expect_error(h, err, what, problems)
+                ac = a.clone()
+                err, _ = fails(lambda: torch_inplace(name, ac, b))
+                ha = c(a)
+                rc = fn_(ha, c(b))
+                if err is None:
+                    if rc != 0:
+                        problems.append(f"in place {what}: failed: {ct.last_error()}")
+                        ct.clear_error()
+                    else:
+                        compare(ha, ac, "in place " + what, problems)
+                elif not torch_unsupported(err):
+                    expect_error(rc, err, "in place " + what, problems, exact="can't be cast" in err)
     report(problems)
 
 
