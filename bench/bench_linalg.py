@@ -164,8 +164,17 @@ def w10():
         torch.nn.functional.conv2d(tx, tw, tb, 1, 1)
 
     med = run({"ctorch": ct_conv, "torch": torch_conv}, REPS)
+    # correctness of what was timed: the largest difference from torch, relative to the largest |output|
+    h = lib.ct_conv2d(hx, hw, hb, one, pad, one, 1)
+    want = torch.nn.functional.conv2d(tx, tw, tb, 1, 1).numpy()
+    got = np.empty(want.shape, dtype=np.float32)
+    lib.ct_copy_to_buffer.argtypes = [P, P, ctypes.c_int]
+    lib.ct_copy_to_buffer(h, got.ctypes.data_as(P), 8)
+    lib.ct_free(h)
+    err = float(np.abs(got - want).max() / np.abs(want).max())
     print(f"W10-fwd conv2d [64,32,28,28] 32->64 3x3 pad 1 f32: ctorch {med['ctorch'] * 1e3:7.2f} ms  "
-          f"torch {med['torch'] * 1e3:7.2f} ms  ratio ctorch/torch {med['ctorch'] / med['torch']:.3f}", flush=True)
+          f"torch {med['torch'] * 1e3:7.2f} ms  ratio ctorch/torch {med['ctorch'] / med['torch']:.3f}  "
+          f"[max err {err:.1e} of max |y|]", flush=True)
 
 
 if __name__ == "__main__":
