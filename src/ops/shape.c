@@ -12,9 +12,10 @@ static void copy_kernel(int64_t n, char **p, const double *s) {
  * gather one element per cache line; instead, for every index of the other
  * dims, transpose dims k and n-1 in square tiles that stay in cache: out[i*ldo
  * + j] = in[j*ldi + i], i along dim k (R of them), j along dim n-1 (C). Tiles
- * go in src order (src rows stream in); inside them, 16x16 (4-byte) and 8x8
- * (8-byte) blocks are transposed in AVX-512 registers, and large outputs are
- * written with streaming stores (whole lines, no read for ownership). */
+ * go in src order (src rows stream in); inside them, 16x16 (4-byte), 8x8
+ * (8-byte) and 32x16 (2-byte) blocks are transposed in registers, and large
+ * outputs are written with streaming stores (whole lines, no read for
+ * ownership). */
 #define TILE 64
 #define STREAM_BYTES ((size_t)8 << 20) /* outputs from 8 MiB: streaming stores */
 
@@ -75,20 +76,63 @@ static inline void block_8(const void *src, int64_t ldi, void *dst, int64_t ldo,
         store8(out + (col[k] + 4) * ldo, _mm512_shuffle_f64x2(r[k], r[k + 4], 0xDD), stream);
     }
 }
-#define SIMD_BLOCK_4 16
-#define SIMD_BLOCK_8 8
+/* 8 rows of 16 16-bit values -> per 128-bit lane, the 8x8 transpose: x[c]
+ * holds column c of the 8 rows in its low lane, column c + 8 in its high one */
+static inline void lanes8x8_2(const uint16_t *in, int64_t ldi, __m256i x[8]) {
+    __m256i r[8], t[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const __m256i *)(in + k * ldi));
+    for (int k = 0; k < 8; k += 2)
+        t[k] = _mm256_unpacklo_epi16(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_epi16(r[k], r[k + 1]);
+    for (int q = 0; q < 8; q += 4) /* r[q + c]: columns 2c and 2c+1 of rows q..q+3 */
+        for (int k = 0; k < 2; k++) {
+            r[q + 2 * k] = _mm256_unpacklo_epi32(t[q + k], t[q + k + 2]);
+            r[q + 2 * k + 1] = _mm256_unpackhi_epi32(t[q + k], t[q + k + 2]);
+        }
+    for (int c = 0; c < 4; c++)
+        x[2 * c] = _mm256_unpacklo_epi64(r[c], r[c + 4]), x[2 * c + 1] = _mm256_unpackhi_epi64(r[c], r[c + 4]);
+}
+static inline void store32b(uint16_t *p, __m256i v, bool stream) {
+    if (stream) _mm256_stream_si256((__m256i *)p, v);
+    else _mm256_storeu_si256((__m256i *)p, v);
+}
+/* 32 rows of 16 16-bit values (stride ldi) -> 16 rows of 32 (stride ldo):
+ * whole 64-byte output lines, as the 4- and 8-byte blocks write */
+static inline void block_2(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
+    const uint16_t *in = src;
+    uint16_t *out = dst;
+    __m256i x[4][8]; /* x[q]: src rows 8q..8q+7 */
+    for (int q = 0; q < 4; q++) lanes8x8_2(in + 8 * q * ldi, ldi, x[q]);
+    for (int k = 0; k < 8; k++) { /* both halves of a line one after the other */
+        store32b(out + k * ldo, _mm256_permute2x128_si256(x[0][k], x[1][k], 0x20), stream);
+        store32b(out + k * ldo + 16, _mm256_permute2x128_si256(x[2][k], x[3][k], 0x20), stream);
+    }
+    for (int k = 0; k < 8; k++) {
+        store32b(out + (k + 8) * ldo, _mm256_permute2x128_si256(x[0][k], x[1][k], 0x31), stream);
+        store32b(out + (k + 8) * ldo + 16, _mm256_permute2x128_si256(x[2][k], x[3][k], 0x31), stream);
+    }
+}
+#define SIMD_BI_4 16
+#define SIMD_BJ_4 16
+#define SIMD_BI_8 8
+#define SIMD_BJ_8 8
+#define SIMD_BI_2 16
+#define SIMD_BJ_2 32
 #define SFENCE() _mm_sfence()
 #else
+#define block_2 NULL
 #define block_4 NULL
 #define block_8 NULL
-#define SIMD_BLOCK_4 1
-#define SIMD_BLOCK_8 1
+#define SIMD_BI_2 1 /* 1: no SIMD blocks */
+#define SIMD_BJ_2 1
+#define SIMD_BI_4 1
+#define SIMD_BJ_4 1
+#define SIMD_BI_8 1
+#define SIMD_BJ_8 1
 #define SFENCE() ((void)0)
 #endif
 #define block_1 NULL
-#define block_2 NULL
-#define SIMD_BLOCK_1 1 /* 1: no SIMD blocks */
-#define SIMD_BLOCK_2 1
+#define SIMD_BI_1 1
+#define SIMD_BJ_1 1
 
 /* One tile [i0, i1) x [j0, j1), one function per element size: the SIMD
  * blocks that fit, then the rest element by element. */
@@ -97,13 +141,13 @@ static inline void block_8(const void *src, int64_t ldi, void *dst, int64_t ldo,
                           int64_t j0, int64_t j1) {                                      \
         const T *in = (const T *)s;                                                      \
         T *out = (T *)d;                                                                 \
-        const int B = SIMD_BLOCK_##ES;                                                   \
+        const int BI = SIMD_BI_##ES, BJ = SIMD_BJ_##ES; /* SIMD block: BJ src rows x BI */ \
         int64_t ib = i0, jb = j0; /* the ends of the SIMD part */                        \
         void (*blk)(const void *, int64_t, void *, int64_t, bool) = block_##ES;          \
-        if (B > 1 && blk) {                                                              \
-            ib = i0 + (i1 - i0) / B * B, jb = j0 + (j1 - j0) / B * B;                    \
-            for (int64_t j = j0; j < jb; j += B)                                         \
-                for (int64_t i = i0; i < ib; i += B)                                     \
+        if (BI > 1 && blk) {                                                             \
+            ib = i0 + (i1 - i0) / BI * BI, jb = j0 + (j1 - j0) / BJ * BJ;                \
+            for (int64_t j = j0; j < jb; j += BJ)                                        \
+                for (int64_t i = i0; i < ib; i += BI)                                    \
                     blk(in + j * g->ldi + i, g->ldi, out + i * g->ldo + j, g->ldo, g->stream); \
         }                                                                                \
         for (int64_t i = i0; i < i1; i++)                                                \
