@@ -588,9 +588,30 @@ typedef struct {
     const ConvGeo *g;
 } ConvCall;
 
+/* Are the n values at p all finite? Winograd's transforms spread one inf of
+ * the input over its tile as NaN, where torch's direct sums keep the inf: such
+ * inputs take im2col. (x * 0 is 0 for finite x, NaN for inf and NaN.) */
+static bool all_finite(ct_dtype cd, const void *p, int64_t n) {
+    if (cd == CT_FLOAT32) {
+        const float *f = p;
+        float acc = 0;
+        OMP(omp simd reduction(+ : acc))
+        for (int64_t k = 0; k < n; k++) acc += f[k] * 0.0f;
+        return acc == 0;
+    }
+    const double *d = p;
+    double acc = 0;
+    OMP(omp simd reduction(+ : acc))
+    for (int64_t k = 0; k < n; k++) acc += d[k] * 0.0;
+    return acc == 0;
+}
+
 static int conv_compute(ct_dtype cd, void *const *in, void *out, const void *arg) {
     const ConvCall *c = arg;
-    if (c->kind != 2 && use_winograd(cd, c->g, c->kind == 1))
+    const ConvGeo *g = c->g;
+    int64_t nx = c->kind == 1 ? g->N * g->O * g->Ho * g->Wo : g->N * g->C * g->H * g->W;
+    if (c->kind != 2 && use_winograd(cd, g, c->kind == 1) && all_finite(cd, in[0], nx) &&
+        all_finite(cd, in[1], g->O * g->Cg * g->kh * g->kw))
         return conv_winograd(cd, in[0], in[1], in[2], out, c->g, c->kind == 1, batch_parallel(c->g));
     return conv_im2col(cd, c->kind, in[0], in[1], in[2], out, c->g);
 }

@@ -455,6 +455,26 @@ def test_conv2d_winograd(dtype, threads):
                         **tol(dtype, ws[1] * 9))
 
 
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan")], ids=str)
+def test_conv2d_winograd_shape_with_non_finite_inputs(bad):
+    """Winograd's transforms would turn one inf into NaNs across its tile: such
+    inputs give torch's infs and NaNs, forward and input gradient. (Not weights:
+    there torch's own answer depends on its algorithm, im2col multiplying the
+    padding or oneDNN skipping it.)"""
+    x, w, b = rand((2, 8, 7, 6)), rand((8, 8, 3, 3)), rand((8,))
+    xx = x.clone()
+    xx.view(-1)[5] = bad
+    got = ct.check(ct_conv2d(h(xx), h(w), h(b), 1, 1))
+    ct.assert_close(got, Fn.conv2d(xx, w, b, 1, 1), rtol=1e-4, atol=1e-4, what=f"{bad} in x: ")
+    g = rand((2, 8, 7, 6))
+    g.view(-1)[11] = bad
+    hx, hw = leaf(x), h(w)
+    tx = x.clone().requires_grad_(True)
+    want = torch.autograd.grad(Fn.conv2d(tx, w, b, 1, 1), tx, g)[0]
+    got = grads_of(ct.check(ct_conv2d(hx, hw, h(b), 1, 1)), [hx], g)[0]
+    ct.assert_close(got, want, rtol=1e-4, atol=1e-4, what=f"{bad} in grad_output: ")
+
+
 @GRAD
 def test_conv2d_winograd_grads(threads):
     for xs, ws, hb, p in WINO[:-1]:
