@@ -118,6 +118,9 @@ CT_INTERNAL float c10_h2f(uint16_t h);
 CT_INTERNAL uint16_t c10_f2h(float f);
 CT_INTERNAL float c10_bf2f(uint16_t b);
 CT_INTERNAL uint16_t c10_f2bf(float f);
+/* n of them at a time (bf: bfloat16, else float16), vectorised. */
+CT_INTERNAL void c10_half_to_float_n(float *d, const uint16_t *s, bool bf, int64_t n);
+CT_INTERNAL void c10_float_to_half_n(uint16_t *d, const float *s, bool bf, int64_t n);
 
 /* --------------------------------------------------------------- allocator */
 CT_INTERNAL void *c10_alloc(size_t nbytes);          /* 64-byte aligned; NULL + error */

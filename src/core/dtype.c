@@ -132,6 +132,10 @@ static const conv_fn conv_table[CT_NUM_DTYPES][CT_NUM_DTYPES] = {
 
 void c10_convert(void *dst, ct_dtype d, const void *src, ct_dtype s, int64_t n) {
     if (d == s) memcpy(dst, src, (size_t)n * c10_elsize[d]);
+    else if (d == CT_FLOAT32 && (s == CT_FLOAT16 || s == CT_BFLOAT16)) /* the kernels' widening: vectorised */
+        c10_half_to_float_n(dst, src, s == CT_BFLOAT16, n);
+    else if (s == CT_FLOAT32 && (d == CT_FLOAT16 || d == CT_BFLOAT16))
+        c10_float_to_half_n(dst, src, d == CT_BFLOAT16, n);
     else conv_table[d][s](dst, src, n);
 }
 

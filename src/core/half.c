@@ -7,6 +7,9 @@
  * (quiet, sign kept).
  */
 #include "core.h"
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 static inline uint32_t f2u(float f) {
     uint32_t u;
@@ -75,6 +78,39 @@ CT_INTERNAL uint16_t c10_f2bf(float f) {
         return (uint16_t)((u >> 16) | 0x0040u);
     u += 0x7fffu + ((u >> 16) & 1u); /* overflow carries into inf, as it should */
     return (uint16_t)(u >> 16);
+}
+
+/* n at a time, the results of c10_h2f / c10_bf2f and c10_f2h / c10_f2bf:
+ * F16C's conversions where the CPU has them, bfloat16 in branch-free loops the
+ * compiler vectorises. */
+void c10_half_to_float_n(float *d, const uint16_t *s, bool bf, int64_t n) {
+    int64_t i = 0;
+    if (bf) {
+        uint32_t *restrict u = (uint32_t *)d;
+        for (; i < n; i++) u[i] = (uint32_t)s[i] << 16;
+        return;
+    }
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+#endif
+    for (; i < n; i++) d[i] = c10_h2f(s[i]);
+}
+
+void c10_float_to_half_n(uint16_t *d, const float *s, bool bf, int64_t n) {
+    int64_t i = 0;
+    if (bf) {
+        const uint32_t *restrict u = (const uint32_t *)s;
+        for (; i < n; i++) {
+            uint32_t v = u[i], r = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
+            d[i] = (uint16_t)((v & 0x7fffffffu) > 0x7f800000u ? (v >> 16) | 0x40u : r);
+        }
+        return;
+    }
+#ifdef __F16C__
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
+    for (; i < n; i++) d[i] = c10_f2h(s[i]);
 }
 
 CT_API float ct_half_to_float(uint16_t h) { return c10_h2f(h); }

@@ -155,7 +155,7 @@ static int64_t kept_offset(const RPlan *pl, int64_t o) {
  * and the narrower integers in vectorised loops, the rest through c10_convert. */
 static void convert_run(void *dst, ct_dtype cd, const char *src, ct_dtype sd, int64_t n) {
     if ((sd == CT_BFLOAT16 || sd == CT_FLOAT16) && cd == CT_FLOAT32) {
-        rk_half_to_float(dst, (const uint16_t *)src, sd == CT_BFLOAT16, n);
+        c10_half_to_float_n(dst, (const uint16_t *)src, sd == CT_BFLOAT16, n);
         return;
     }
     int64_t *restrict o = dst;
@@ -189,7 +189,7 @@ static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, in
     } else if ((sd == CT_FLOAT16 || sd == CT_BFLOAT16) && cd == CT_FLOAT32) {
         uint16_t *h = (uint16_t *)(gbuf + 4 * n); /* past the floats: gbuf holds 8 bytes per element */
         for (int64_t i = 0; i < n; i++) h[i] = *(const uint16_t *)(src + i * stride);
-        rk_half_to_float((float *)gbuf, h, sd == CT_BFLOAT16, n);
+        c10_half_to_float_n((float *)gbuf, h, sd == CT_BFLOAT16, n);
     } else if (cd == CT_INT64 && sd != CT_BOOL) {
         int64_t *o = (int64_t *)gbuf;
         switch (sd) {

@@ -204,6 +204,28 @@ def test_bfloat16_conversions():
     assert math.isnan(lib.ct_bfloat16_to_float(lib.ct_float_to_bfloat16(float("nan"))))
 
 
+@requires("ct_to_dtype")
+@pytest.mark.parametrize("half", [torch.float16, torch.bfloat16], ids=dtype_id)
+def test_bulk_16bit_conversions(half):
+    """Tensor conversions float32 <-> float16/bfloat16 (the vectorised paths of
+    c10_convert, F16C or branch-free loops): every 16-bit pattern widened, and
+    the probe floats (ties, subnormals, overflow, NaN, inf) narrowed, bit for bit
+    as torch, at lengths that leave vector tails."""
+    allbits = torch.arange(65536, dtype=torch.int32).to(torch.int16).view(half)
+    for n in (65536, 65533, 7):
+        got = ct.to_torch(ct.check(lib.ct_to_dtype(ct.from_torch(allbits[:n]), ct.CT_FLOAT32)))
+        want = allbits[:n].float()
+        same = (got.view(torch.int32) == want.view(torch.int32)) | (got.isnan() & want.isnan())
+        assert bool(same.all()), f"widening {n}: {int((~same).sum())} differ"
+    vals = torch.from_numpy(_probe_floats())
+    for n in (len(vals), len(vals) - 3, 5):
+        got = ct.to_torch(ct.check(lib.ct_to_dtype(ct.from_torch(vals[:n]), ct.ct_dtype_of_torch(half))))
+        want = vals[:n].to(half)
+        nan = want.isnan()
+        assert bool((got.isnan() == nan).all())
+        assert torch.equal(got[~nan].view(torch.int16), want[~nan].view(torch.int16)), f"narrowing {n}"
+
+
 # --------------------------------------------------------------------- repr
 def _repr_cases():
     g = torch.Generator().manual_seed(0)

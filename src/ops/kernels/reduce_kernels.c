@@ -407,36 +407,6 @@ SOFTMAX(double)
 
 /* ---------------------------------------------------------------- 16-bit floats */
 
-void rk_half_to_float(float *d, const uint16_t *s, bool bf, int64_t n) {
-    int64_t i = 0;
-    if (bf) {
-        uint32_t *restrict u = (uint32_t *)d;
-        for (; i < n; i++) u[i] = (uint32_t)s[i] << 16;
-        return;
-    }
-#ifdef __F16C__
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
-#endif
-    for (; i < n; i++) d[i] = c10_h2f(s[i]);
-}
-
-void rk_float_to_half(uint16_t *d, const float *s, bool bf, int64_t n) {
-    int64_t i = 0;
-    if (bf) { /* c10_f2bf, branch-free */
-        const uint32_t *restrict u = (const uint32_t *)s;
-        for (; i < n; i++) {
-            uint32_t v = u[i], r = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
-            d[i] = (uint16_t)((v & 0x7fffffffu) > 0x7f800000u ? (v >> 16) | 0x40u : r);
-        }
-        return;
-    }
-#ifdef __F16C__
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
-#endif
-    for (; i < n; i++) d[i] = c10_f2h(s[i]);
-}
-
 /* Rows converted to float in a per-thread buffer, softmaxed there, rounded
  * back. false: out of memory. */
 bool softmax_half(const uint16_t *x, uint16_t *y, bool bf, int64_t outer, int64_t D, bool logm, int nt) {
@@ -449,9 +419,9 @@ bool softmax_half(const uint16_t *x, uint16_t *y, bool bf, int64_t outer, int64_
 #else
         float *b = buf;
 #endif
-        rk_half_to_float(b, x + o * D, bf, D);
+        c10_half_to_float_n(b, x + o * D, bf, D);
         softmax_row_float(b, b + D, D, logm, NULL);
-        rk_float_to_half(y + o * D, b + D, bf, D);
+        c10_float_to_half_n(y + o * D, b + D, bf, D);
     }
     free(buf);
     return true;

@@ -38,6 +38,4 @@ CT_INTERNAL void softmax_double(const double *x, double *y, int64_t outer, int64
 CT_INTERNAL bool softmax_half(const uint16_t *x, uint16_t *y, bool bf, int64_t outer, int64_t D, bool logm,
                               int nt);
 /* n float16 / bfloat16 (bf) values to float and back (round to nearest even), vectorised */
-CT_INTERNAL void rk_half_to_float(float *d, const uint16_t *s, bool bf, int64_t n);
-CT_INTERNAL void rk_float_to_half(uint16_t *d, const float *s, bool bf, int64_t n);
 #endif
