@@ -16,6 +16,7 @@ export CTORCH_LIB="$BUILD/libctorch.so"
 PY=/usr/bin/python3
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-default}"
 $PY bench/bench_elementwise.py
+$PY bench/bench_bandwidth.py
 $PY bench/bench_reduce.py
 $PY bench/bench_linalg.py
 $PY bench/bench_autograd.py --build "$BUILD"
