@@ -242,6 +242,23 @@ TEST(nodes_hold_sixteen_dim_geometry) {
     for (int i = 0; i < 256; i++) CHECK_NEAR(g[i], i % 2 ? 2 * 0.01 * i : 0, 1e-12);
 }
 
+/* AccumulateGrad takes a gradient nobody else holds as .grad without a copy, but
+ * only when it is laid out as the leaf: sum's expanded (stride 0) gradient is
+ * copied, so that the next backward can add into .grad in place. */
+TEST(accumulate_grad_steals_only_dense_gradients) {
+    ct_tensor *x = ct_ones(CT_SHAPE(3, 4), CT_FLOAT64);
+    ct_set_requires_grad(x, true);
+    for (int k = 0; k < 2; k++) CHECK_EQ_INT(ct_backward(ct_sum(x), NULL), 0);
+    ct_tensor *g = ct_grad(x);
+    CHECK(ct_is_contiguous(g));
+    CHECK_NEAR(ct_item(ct_sum(g)), 24, 0);
+    ct_tensor *w = ct_ones(CT_SHAPE(3, 4), CT_FLOAT64);
+    ct_set_requires_grad(w, true);
+    for (int k = 0; k < 3; k++) CHECK_EQ_INT(ct_backward(ct_sum(ct_mul_scalar(w, 2)), NULL), 0);
+    CHECK_NEAR(ct_item(ct_sum(ct_grad(w))), 72, 0);
+    CHECK_EQ_INT(ct_stride(ct_grad(w), 0), 4);
+}
+
 int main(void) {
     RUN(notes_example_c_equals_ab_minus_b_over_a_plus_b);
     RUN(a_plus_a_sums_in_the_input_buffer);
@@ -258,5 +275,6 @@ int main(void) {
     RUN(inplace_on_a_view_reaches_the_base);
     RUN(long_chain_frees_without_recursion);
     RUN(nodes_hold_sixteen_dim_geometry);
+    RUN(accumulate_grad_steals_only_dense_gradients);
     return REPORT();
 }

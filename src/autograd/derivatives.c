@@ -15,7 +15,8 @@ static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) {
     OpArgs w = {.t = {cond, a, zero}, .nt = 3};
     return zero ? F(ag_call1(OP_where, &w)) : NULL;
 }
-#define THRESHOLD_BWD(g, r) masked(g, GTS(r, 0))
+/* relu's gradient: g where r > 0 (or r is NaN), else 0 (even where g is NaN) */
+#define THRESHOLD_BWD(g, r) BIN(threshold_backward, g, r)
 
 static TensorImpl *gelu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
     (void)c;

@@ -240,12 +240,15 @@ out:
     return rc;
 }
 
-/* AccumulateGrad: leaf hooks, then .grad = grad or .grad += grad. */
-static int apply_accumulate(Node *n, TensorImpl *grad, bool create_graph) {
+/* AccumulateGrad: leaf hooks, then .grad = grad or .grad += grad. Takes over
+ * the input buffer's reference (*slot), so that a gradient nobody else holds
+ * becomes .grad without a copy, as PyTorch steals it. */
+static int apply_accumulate(Node *n, TensorImpl **slot, bool create_graph) {
     TensorImpl *leaf = n->variable;
     AutogradMeta *m = ag_meta(leaf);
     if (!m) return -1;
-    grad = c10_retain(grad);
+    TensorImpl *grad = *slot;
+    *slot = NULL;
     if (m->hooks && grad) {
         TensorImpl *h = ag_run_hooks(m->hooks, grad);
         c10_release(grad);
@@ -254,8 +257,12 @@ static int apply_accumulate(Node *n, TensorImpl *grad, bool create_graph) {
     }
     if (!grad) return 0;
     if (!m->grad) {
-        bool exclusive = atomic_load(&grad->refcount) == 1 && atomic_load(&grad->storage->refcount) == 1;
-        if (create_graph || (exclusive && !grad->autograd)) m->grad = grad;
+        /* stolen when nobody else can see it and it is laid out as the leaf
+         * (PyTorch's layout contract: an expanded or oddly strided gradient is copied) */
+        bool exclusive = atomic_load(&grad->refcount) == 1 && atomic_load(&grad->storage->refcount) == 1 &&
+                         !grad->autograd && grad->ndim == leaf->ndim &&
+                         !memcmp(grad->strides, leaf->strides, sizeof(int64_t) * (size_t)leaf->ndim);
+        if (create_graph || exclusive) m->grad = grad;
         else {
             m->grad = at_to_dtype(grad, grad->dtype); /* a private copy without history */
             c10_release(grad);
@@ -313,7 +320,7 @@ static int run_node(GraphTask *g, Node *n) {
     if ((rc = pre_hooks(n, inputs)) < 0) goto done;
     switch (n->kind) {
     case NODE_ACCUMULATE:
-        rc = apply_accumulate(n, inputs[0], o->create_graph);
+        rc = apply_accumulate(n, &inputs[0], o->create_graph);
         break;
     case NODE_CUSTOM:
         rc = ag_custom_apply(n, inputs, gi);

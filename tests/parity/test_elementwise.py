@@ -42,7 +42,9 @@ for _row in [("ct_add_alpha", T, [T, T, c_double]), ("ct_add_alpha_", c_int, [T,
              ("ct_softplus", T, [T, c_double, c_double]),
              ("ct_nan_to_num", T, [T, c_double, c_double, c_double]),
              ("ct_set_requires_grad", c_int, [T, c_bool]), ("ct_backward", c_int, [T, T]),
-             ("ct_grad", T, [T]), ("ct_grad_fn_name", c_char_p, [T]), ("ct_sum", T, [T])]:
+             ("ct_grad", T, [T]), ("ct_grad_fn_name", c_char_p, [T]), ("ct_sum", T, [T]),
+             ("ct_autograd_grad", c_int, [c_void_p, c_void_p, c_int, c_void_p, c_int, c_void_p, c_bool, c_bool,
+                                          c_bool])]:
     ct.declare(*_row)
 
 L = ct.lib
@@ -1043,6 +1045,31 @@ def test_grad_fn_names():
         if (got.decode() if got else None) != want:
             problems.append(f"{name}: {got} vs {want}")
     report(problems)
+
+
+def test_relu_gradient_nan_and_create_graph():
+    """relu's backward is torch's threshold_backward: a NaN input lets the gradient
+    through, a NaN gradient at x <= 0 gives 0; with create_graph its result has
+    ThresholdBackwardBackward0 as history and differentiates again."""
+    x = torch.tensor([math.nan, -1.0, 2.0, 0.0, math.nan, -0.0], dtype=torch.float64)
+    g = torch.tensor([1.0, math.nan, 3.0, 4.0, math.nan, 5.0], dtype=torch.float64)
+    xt, gt = x.clone().requires_grad_(True), g.clone().requires_grad_(True)
+    (gx,) = torch.autograd.grad(torch.relu(xt), xt, gt, create_graph=True)
+    v = torch.linspace(-1, 1, 6, dtype=torch.float64)
+    (gg,) = torch.autograd.grad(gx, gt, v)
+    hx, hg = c(x), c(g)
+    L.ct_set_requires_grad(hx, True)
+    L.ct_set_requires_grad(hg, True)
+    out = (c_void_p * 1)()
+    y = ct.check(L.ct_relu(hx))
+    ct.check_int(L.ct_autograd_grad((c_void_p * 1)(y), (c_void_p * 1)(hg), 1, (c_void_p * 1)(hx), 1, out,
+                                    False, True, False))
+    ct.assert_close(out[0], gx.detach(), rtol=0, atol=0, what="relu grad: ")
+    assert L.ct_grad_fn_name(out[0]).decode() == type(gx.grad_fn).__name__
+    out2 = (c_void_p * 1)()
+    ct.check_int(L.ct_autograd_grad((c_void_p * 1)(out[0]), (c_void_p * 1)(c(v)), 1, (c_void_p * 1)(hg), 1, out2,
+                                    False, False, False))
+    ct.assert_close(out2[0], gg, rtol=0, atol=0, what="relu grad of grad: ")
 
 
 @pytest.mark.parametrize("name", ["abs", "relu", "sign", "sqrt", "pow0", "pow_base0", "maximum", "minimum",
