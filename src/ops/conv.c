@@ -27,11 +27,6 @@
 #include <omp.h>
 #endif
 
-/* from linalg.c */
-CT_INTERNAL int la_prefix_error(const char *op);
-CT_INTERNAL ct_dtype la_compute_dtype(ct_dtype d);
-CT_INTERNAL int la_gemm(ct_dtype cd, int64_t M, int64_t N, int64_t K, double alpha, const void *A, int64_t ars,
-                        int64_t acs, const void *B, int64_t brs, int64_t bcs, double beta, void *C, int64_t ldc);
 
 static int nthreads(void) {
 #ifdef _OPENMP

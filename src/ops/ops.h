@@ -138,4 +138,14 @@ CT_INTERNAL TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *st
 CT_INTERNAL TensorImpl *at_contiguous(const TensorImpl *t);
 CT_INTERNAL int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndim, bool *mask);
 
+/* ---- linalg.c's helpers, shared with conv.c ---- */
+/* Prefixes "op: " to the pending error; returns -1. */
+CT_INTERNAL int la_prefix_error(const char *op);
+/* The dtype a product computes in: opmath for floats, int64 for integers. */
+CT_INTERNAL ct_dtype la_compute_dtype(ct_dtype d);
+/* C[M, N] = alpha * A[M, K] @ B[K, N] + beta * C, A and B given by row and
+ * column strides (in elements), C with leading dimension ldc; CBLAS where it can. */
+CT_INTERNAL int la_gemm(ct_dtype cd, int64_t M, int64_t N, int64_t K, double alpha, const void *A, int64_t ars,
+                        int64_t acs, const void *B, int64_t brs, int64_t bcs, double beta, void *C, int64_t ldc);
+
 #endif /* CT_OPS_H */
