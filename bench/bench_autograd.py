@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """bench_autograd.py: W8, the autograd overhead. A chain of 1,000 ops (mul, add,
 sin alternating) on one-element float32 tensors: ns per op without grad, forward
-with requires_grad, and forward + backward. ctorch (the C program
-bench_autograd) beside PyTorch, both single-threaded, both timed in thread CPU
-time (robust on a shared machine); medians.
+with requires_grad, and forward + backward, each including the release of the
+chain's tensors and graph. ctorch (the C program bench_autograd) beside PyTorch,
+both single-threaded, both timed in thread CPU time (robust on a shared
+machine); medians.
 
     /usr/bin/python3 bench/bench_autograd.py [--build build] [reps]
 """
@@ -29,6 +30,7 @@ def torch_run(mode, nops=1000):
             y = y * c if i % 3 == 0 else (y + c if i % 3 == 1 else torch.sin(y))
         if mode == 2:
             y.backward()
+        y = None  # the graph's release is timed too, as ctorch's scope end is
         return (time.thread_time() - t0) / nops * 1e9
 
 
