@@ -289,6 +289,7 @@ ct_tensor *ct_flatten(const ct_tensor *h, int start_dim, int end_dim) {
 ct_tensor *ct_unflatten(const ct_tensor *h, int dim, const int64_t *sizes, int n) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
+    if (t->ndim == 0) return c10_error("unflatten: Dimension specified as %d but tensor has no dimensions", dim);
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return NULL;
     if (n <= 0 || !sizes) return c10_error("unflatten: sizes must be non-empty");

@@ -1138,6 +1138,8 @@ int fwd_roll(int op, const OpArgs *a, TensorImpl **out) {
         return c10_error_int("roll: shifts and dimensions must align. shifts: %d, dims:%d", n, nd);
     int dims[CT_MAX_DIMS];
     for (int k = 0; k < nd; k++) {
+        if (self->ndim == 0)
+            return c10_error_int("roll: Dimension specified as %lld but tensor has no dimensions", (long long)a->i[n + k]);
         if ((dims[k] = c10_wrap_dim(a->i[n + k], self->ndim)) < 0) return prefix_error("roll");
     }
     TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
@@ -1495,6 +1497,7 @@ int fwd_topk(int op, const OpArgs *a, TensorImpl **out) {
     if (dim < 0) return prefix_error("topk");
     int64_t k = a->i[0], n = self->ndim ? self->sizes[dim] : 1;
     if (k < 0 || k > n) return c10_error_int("topk: selected index k out of range");
+    if (self->ndim == 0) k = 1; /* torch: a 0-dim tensor is its own top 0 or 1 */
     int64_t sizes[CT_MAX_DIMS];
     memcpy(sizes, self->sizes, sizeof sizes);
     if (self->ndim) sizes[dim] = k;

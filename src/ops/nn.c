@@ -201,12 +201,14 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
  * a vector, so each block's exps run as one flat loop over the block. */
 #define CE_BLOCK 2048 /* elements of a block (at least one row) */
 
-/* e[r, c] = exp(x[r, c] - off[r]) over the rows of a block, one flat exp loop. */
+/* e[r, c] = exp((x[r, c] - m[r]) - ls[r]) (ls NULL: 0) over the rows of a block,
+ * one flat exp loop. The order is torch's log_softmax's: x - m first, so that
+ * large logits keep their digits, and an inf or NaN logit gives NaN. */
 #define DEF_BLOCK_EXP(T, S)                                                                               \
-    static void block_exp_##S(const T *restrict x, int64_t rows, int64_t C, const T *restrict off,       \
-                              T *restrict e) {                                                           \
+    static void block_exp_##S(const T *restrict x, int64_t rows, int64_t C, const T *restrict m,         \
+                              const T *restrict ls, T *restrict e) {                                     \
         for (int64_t r = 0; r < rows; r++)                                                                 \
-            for (int64_t c = 0; c < C; c++) e[r * C + c] = x[r * C + c] - off[r];                         \
+            for (int64_t c = 0; c < C; c++) e[r * C + c] = (x[r * C + c] - m[r]) - (ls ? ls[r] : 0);      \
         _Pragma("omp simd") for (int64_t i = 0; i < rows * C; i++) e[i] = exp(e[i]);                      \
     }                                                                                                      \
     /* max and sum of a row: vectorised reductions for long rows, plain loops for short ones */          \
@@ -226,22 +228,20 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
             _Pragma("omp simd reduction(+ : s)") for (int64_t c = 0; c < C; c++) s += xr[c];               \
         return s;                                                                                          \
     }                                                                                                      \
-    /* lse[r] = log(sum(exp(x[r, :]))), stable. e: scratch of the block's size, s: of its rows */          \
-    static void block_lse_##S(const T *restrict x, int64_t rows, int64_t C, T *restrict e, T *restrict s, \
-                              T *restrict lse) {                                                         \
-        for (int64_t r = 0; r < rows; r++) {                                                               \
-            T m = row_max_##S(x + r * C, C);                                                               \
-            lse[r] = m != m || m == -INFINITY || m == INFINITY ? 0 : m;                                    \
-        }                                                                                                  \
-        block_exp_##S(x, rows, C, lse, e);                                                                 \
-        for (int64_t r = 0; r < rows; r++) s[r] = row_sum_##S(e + r * C, C);                               \
-        _Pragma("omp simd") for (int64_t r = 0; r < rows; r++) lse[r] += log(s[r]);                        \
+    /* m[r] = max(x[r, :]), ls[r] = log(sum(exp(x[r, :] - m[r]))): log_softmax is
+     * (x - m) - ls. e: scratch of the block's size */                                                  \
+    static void block_lse_##S(const T *restrict x, int64_t rows, int64_t C, T *restrict e, T *restrict ls, \
+                              T *restrict m) {                                                           \
+        for (int64_t r = 0; r < rows; r++) m[r] = row_max_##S(x + r * C, C);                              \
+        block_exp_##S(x, rows, C, m, NULL, e);                                                             \
+        for (int64_t r = 0; r < rows; r++) ls[r] = row_sum_##S(e + r * C, C);                              \
+        _Pragma("omp simd") for (int64_t r = 0; r < rows; r++) ls[r] = log(ls[r]);                         \
     }
 DEF_BLOCK_EXP(float, f32)
 DEF_BLOCK_EXP(double, f64)
 
 /* Rows per block, and the per-thread scratch of a block: e (rows * C), then
- * lse and row sums (rows each). */
+ * each row's max and log-sum (rows each). */
 static int64_t ce_block_rows(int64_t R, int64_t C) {
     int64_t br = C > 0 && C < CE_BLOCK ? CE_BLOCK / C : 1;
     return br < R ? br : (R > 0 ? R : 1);
@@ -268,30 +268,30 @@ static size_t ce_scratch(int64_t br, int64_t C, size_t es) { return (size_t)(br 
                 block_lse_##S(x + r0 * C, r1 - r0, C, e, lb + br, lb);                                              \
                 for (int64_t r = r0; r < r1; r++) {                                                        \
                     const T *restrict xr = x + r * C;                                                     \
-                    T lse = lb[r - r0];                                                                    \
+                    T m = lb[r - r0], ls = lb[br + r - r0]; /* -log_softmax = ls - (x - m) */              \
                     double l = 0;                                                                          \
                     if (tp) {                                                                              \
                         const T *restrict pr = tp + r * C;                                                \
                         T acc = 0;                                                                         \
                         if (w)                                                                             \
                             _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)        \
-                                acc += (pr[c] * keep + ec) * w[c] * (lse - xr[c]);                        \
+                                acc += (pr[c] * keep + ec) * w[c] * (ls - (xr[c] - m));                   \
                         else                                                                               \
                             _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)        \
-                                acc += (pr[c] * keep + ec) * (lse - xr[c]);                                \
+                                acc += (pr[c] * keep + ec) * (ls - (xr[c] - m));                           \
                         l = (double)acc;                                                                   \
                     } else if (tgt[r] != ignore) {                                                         \
                         int64_t y = tgt[r];                                                                \
                         T wy = w ? w[y] : (T)1;                                                            \
-                        T acc = keep * wy * (lse - xr[y]);                                                 \
+                        T acc = keep * wy * (ls - (xr[y] - m));                                            \
                         if (eps > 0) {                                                                     \
                             T sm = 0;                                                                      \
                             if (w)                                                                         \
                                 _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++)     \
-                                    sm += w[c] * (lse - xr[c]);                                            \
+                                    sm += w[c] * (ls - (xr[c] - m));                                       \
                             else                                                                           \
                                 _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++)     \
-                                    sm += lse - xr[c];                                                     \
+                                    sm += ls - (xr[c] - m);                                                \
                             acc += ec * sm;                                                                \
                         }                                                                                  \
                         l = (double)acc;                                                                   \
@@ -310,7 +310,7 @@ DEF_CE_FWD(double, f64)
  * per-row scales (or NULL: the scalar gs). Writes gx[r, c] = (softmax * A - a) * gb,
  * where a[r, c] is the target's weight on class c and A its row sum. With
  * coef, writes a into gx and A into Aout instead (x unused). softmax is
- * exp(x - lse), as torch's log_softmax backward has it. Returns 0, or -1 when
+ * exp((x - max) - logsum), as torch's log_softmax backward has it. Returns 0, or -1 when
  * out of memory. */
 #define DEF_CE_BWD(T, S)                                                                                 \
     static int ce_bwd_##S(const T *restrict x, int64_t R, int64_t C, const int64_t *restrict tgt,         \
@@ -333,7 +333,7 @@ DEF_CE_FWD(double, f64)
                 int64_t r0 = b * br, r1 = r0 + br < R ? r0 + br : R;                                       \
                 if (!coef) { /* e = softmax of the block's rows */                                        \
                     block_lse_##S(x + r0 * C, r1 - r0, C, e, lb + br, lb);                                          \
-                    block_exp_##S(x + r0 * C, r1 - r0, C, lb, e);                                          \
+                    block_exp_##S(x + r0 * C, r1 - r0, C, lb, lb + br, e);                                 \
                 }                                                                                          \
                 for (int64_t r = r0; r < r1; r++) {                                                        \
                     T *restrict o = gx + r * C;                                                            \

@@ -284,6 +284,27 @@ def test_class_losses_extreme_logits():
     ct.assert_close(ho, Fn.cross_entropy(x, t, reduction="none"), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, F64], ids=str)
+def test_log_softmax_and_cross_entropy_keep_digits(dtype):
+    """log_softmax is (x - max) - log(sum(exp(x - max))) in that order, as torch:
+    large logits keep their digits, and an inf logit anywhere in a row gives NaN."""
+    ct.declare("ct_log_softmax", T, [CT, c_int])
+    rows = [[1e8, 1e8, 0.0, -3.0], [1000.5, 1000.25, 999.0, 1000.0], [30.1, 30.2, 29.9, 30.0],
+            [1.0, float("inf"), 0.0, 2.0], [-float("inf")] * 4, [0.5, -float("inf"), 0.25, 1.0]]
+    x = torch.tensor(rows, dtype=dtype)
+    ct.assert_close(ct.check(lib.ct_log_softmax(ct.from_torch(x), 1)), torch.log_softmax(x, 1), rtol=0, atol=0,
+                    what="log_softmax: ")
+    for t in (torch.tensor([0, 1, 2, 3, 0, 2]), torch.tensor([3, 0, 1, 1, 2, 0])):
+        for eps in (0.0, 0.1):
+            ho = ct.check(lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(t), None, 0, -100, eps))
+            ct.assert_close(ho, Fn.cross_entropy(x, t, reduction="none", label_smoothing=eps),
+                            rtol=1e-6 if dtype == torch.float32 else 1e-12, atol=0, what=f"cross_entropy {eps}: ")
+    fin = x[:3]
+    t = torch.tensor([0, 1, 2])
+    check_fn(lambda hx, ht: lib.ct_cross_entropy(hx, ht, None, 1, -100, 0.0),
+             lambda a, b: Fn.cross_entropy(a, b), [fin.double(), t], [0], "cross_entropy large logits", second=False)
+
+
 def test_class_loss_errors():
     x = ct.from_torch(randn(3, 4))
     cases = [

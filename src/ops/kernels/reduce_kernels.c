@@ -341,8 +341,8 @@ static inline double dlog(double x) { return log(x); }
                 for (int j = 0; j < LANES; j++) acc[j] += EXP_##T(x[i + j] - m);         \
             for (; i < n; i++) s += EXP_##T(x[i] - m);                                   \
             for (int j = 0; j < LANES; j++) s += acc[j];                                 \
-            T ls = m + LOG_##T(s);                                                       \
-            for (i = 0; i < n; i++) y[i] = x[i] - ls;                                    \
+            T ls = LOG_##T(s); /* (x - m) - ls, in torch's order: m + ls loses x's digits */ \
+            for (i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                              \
         } else {                                                                         \
             for (; i + LANES <= n; i += LANES)                                           \
                 for (int j = 0; j < LANES; j++) {                                        \
@@ -377,12 +377,12 @@ static inline double dlog(double x) { return log(x); }
                 if (!logm) w[j] = e;                                                     \
             }                                                                            \
         }                                                                                \
-        for (int64_t j = 0; j < bl; j++) s[j] = logm ? m[j] + LOG_##T(s[j]) : 1 / s[j];  \
+        for (int64_t j = 0; j < bl; j++) s[j] = logm ? LOG_##T(s[j]) : 1 / s[j];         \
         for (int64_t k = 0; k < D; k++) {                                                \
             const T *restrict r = x + k * inner;                                         \
             T *restrict w = y + k * inner;                                               \
             if (logm)                                                                    \
-                for (int64_t j = 0; j < bl; j++) w[j] = r[j] - s[j];                     \
+                for (int64_t j = 0; j < bl; j++) w[j] = (r[j] - m[j]) - s[j];            \
             else                                                                         \
                 for (int64_t j = 0; j < bl; j++) w[j] *= s[j];                           \
         }                                                                                \
