@@ -89,7 +89,9 @@ static ct_tensor *act(int op, const ct_tensor *h, double s0, double s1) {
     return c10_wrap(ag_call1(op, &a));
 }
 ct_tensor *ct_hardtanh(const ct_tensor *a, double min_val, double max_val) {
-    if (min_val > max_val) return c10_error("hardtanh: min_val cannot be greater than max_val");
+    TensorImpl *x = c10_unwrap(a);
+    if (x && x->dtype == CT_UINT8 && (min_val < 0 || max_val < 0))
+        return c10_error("hardtanh: cannot do hardtanh on an unsigned type with negative limits");
     return act(OP_hardtanh, a, min_val, max_val);
 }
 ct_tensor *ct_relu6(const ct_tensor *a) { return act(OP_hardtanh, a, 0, 6); }

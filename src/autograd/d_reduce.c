@@ -210,6 +210,15 @@ int d_prod(BackwardCtx *c, TensorImpl **gi) {
 
 /* ---- max, min ---- */
 
+/* where(cond, a, 0): exactly 0 off the mask, even where a is inf or NaN (torch
+ * fills or scatters there; it does not multiply) */
+static TensorImpl *where0(TensorImpl *cond, TensorImpl *a) {
+    if (!cond || !a) return NULL;
+    TensorImpl *zero = F(ag_wrapped_scalar(0, a->dtype));
+    OpArgs w = {.t = {cond, a, zero}, .nt = 3};
+    return zero ? F(ag_call1(OP_where, &w)) : NULL;
+}
+
 /* all-reduce max/min: the gradient shared evenly among the elements equal to
  * the result (NaN: among the NaNs), as PyTorch's evenly_distribute_backward */
 int d_max_all(BackwardCtx *c, TensorImpl **gi) {
@@ -217,7 +226,7 @@ int d_max_all(BackwardCtx *c, TensorImpl **gi) {
     TensorImpl *mask = r != r ? ISNAN(SELF) : EQ(SELF, RESULT);
     OpArgs a = {.t = {mask}, .nt = 1, .i = {0, 0}, .ni = 2};
     TensorImpl *count = mask ? F(ag_call1(OP_sum, &a)) : NULL;
-    RET(MUL(mask, DIV(G, count)));
+    RET(where0(mask, DIV(G, count)));
 }
 
 /* max_dim_values, min_dim_values (t[1]: the indices): the gradient to the
@@ -236,7 +245,7 @@ int d_max_dim(BackwardCtx *c, TensorImpl **gi) {
     if (ar->device != CT_META)
         for (int64_t k = 0; k < D; k++) ((int64_t *)c10_data(ar))[k] = k;
     TensorImpl *onehot = EQ(ar, idx);
-    RET(MUL(restore(G, mask, keepdim, m->ndim), onehot));
+    RET(where0(onehot, restore(G, mask, keepdim, m->ndim)));
 }
 
 /* amax, amin: grad / count * (self == result), count over the reduced dims */

@@ -85,11 +85,14 @@ ct_dtype ct_promote_types(ct_dtype a, ct_dtype b) {
 #define STORE_CT_FLOAT32(p, v) (*(float *)(p) = (float)(v))
 #define STORE_CT_FLOAT64(p, v) (*(double *)(p) = (double)(v))
 
-/* Float to integer conversion of out-of-range values is undefined in C; clamp
- * through int64 as PyTorch's static_cast does on x86 (NaN and overflow give
- * INT64_MIN before narrowing). */
-static inline double sane(double v) {
-    return (v != v || v >= 9.2233720368547758e18 || v < -9.2233720368547758e18) ? -9.2233720368547758e18 : v;
+/* Float to integer conversion of out-of-range values is undefined in C; give
+ * what PyTorch's static_cast gives on x86: int64 through a 64-bit convert (NaN
+ * and overflow: INT64_MIN), the narrower types through a 32-bit one (INT32_MIN)
+ * and then their low bits. */
+static inline double sane(double v, ct_dtype d) {
+    if (d == CT_INT64)
+        return (v != v || v >= 9.2233720368547758e18 || v < -9.2233720368547758e18) ? -9.2233720368547758e18 : v;
+    return (v != v || v >= 2147483648.0 || v <= -2147483649.0) ? -2147483648.0 : v;
 }
 
 #define CONV_LOOP(D, S)                                                          \
@@ -103,7 +106,7 @@ static inline double sane(double v) {
                 STORE_##D(d + i * ds, v_);                                       \
             } else {                                                             \
                 double v_ = (double)LOAD_##S(s + i * ss);                        \
-                if (c10_dtype_kind[D] != KIND_F && D != CT_BOOL) v_ = sane(v_);  \
+                if (c10_dtype_kind[D] != KIND_F && D != CT_BOOL) v_ = sane(v_, D); \
                 STORE_##D(d + i * ds, v_);                                       \
             }                                                                    \
         }                                                                        \

@@ -82,9 +82,17 @@ ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) 
     if (!c10_dtype_valid((int)dtype)) return c10_error("linspace: invalid dtype %d", (int)dtype);
     TensorImpl *t = c10_empty(&steps, 1, dtype, CT_CPU);
     if (!t) return NULL;
-    /* PyTorch fills the first half from start and the second half from end. */
+    if (c10_is_integral(dtype, true)) { /* torch converts the ends to the dtype first */
+        char tmp[8];
+        c10_store_double(tmp, dtype, start);
+        start = c10_load_double(tmp, dtype);
+        c10_store_double(tmp, dtype, end);
+        end = c10_load_double(tmp, dtype);
+    }
+    /* PyTorch fills the first half from start and the second half from end
+     * (one step: start). */
     double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
-    int64_t half = steps / 2;
+    int64_t half = steps > 1 ? steps / 2 : 1;
     char *d = c10_data(t);
     for (int64_t i = 0; i < steps; i++) {
         double v = i < half ? start + step * (double)i : end - step * (double)(steps - i - 1);

@@ -1734,13 +1734,13 @@ static const KernelTable k_clampmax = KT_ALL(k_clampmax);
         T *restrict o = (T *)p[0];                                               \
         const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict w = (const T *)p[3]; \
         for (int64_t i = 0; i < n; i++)                                          \
-            o[i] = (w[i] < (T)0.5 && w[i] > (T)-0.5) ? a[i] + w[i] * (b[i] - a[i]) : b[i] - (b[i] - a[i]) * (1 - w[i]); \
+            o[i] = w[i] < (T)0.5 ? a[i] + w[i] * (b[i] - a[i]) : b[i] - (b[i] - a[i]) * (1 - w[i]); \
     }                                                                            \
     static void k_lerps_##S(int64_t n, char **p, const double *s) {              \
         T *restrict o = (T *)p[0];                                               \
         const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2];    \
         T w = (T)s[0];                                                           \
-        if (w < (T)0.5 && w > (T)-0.5)                                           \
+        if (w < (T)0.5) /* torch 1.13: the weight's sign is not folded */          \
             for (int64_t i = 0; i < n; i++) o[i] = a[i] + w * (b[i] - a[i]);     \
         else                                                                     \
             for (int64_t i = 0; i < n; i++) o[i] = b[i] - (b[i] - a[i]) * (1 - w); \

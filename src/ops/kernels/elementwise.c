@@ -42,6 +42,8 @@ static inline int64_t fault(int kind) {
 /* ---- scalar helpers used by the expressions in ops.def ---- */
 #define sign_(x) ((x) > 0 ? (T)1 : (x) < 0 ? (T)-1 : (T)0) /* NaN -> 0, as torch */
 #define gelu_(x) ((T)0.5 * (x) * (1 + erf((x) * (T)M_SQRT1_2)))
+/* min(max(x, lo), hi), torch's clamp order (lo > hi gives hi); NaN stays NaN */
+#define HARDTANH_(x) (((x) < (T)s[0] ? (T)s[0] : (x)) > (T)s[1] ? (T)s[1] : ((x) < (T)s[0] ? (T)s[0] : (x)))
 #define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * ((x) + (T)0.044715 * (x) * (x) * (x)))))
 #define softplus_(x, beta, th) ((x) * (beta) > (th) ? (x) : log1p(exp((x) * (beta))) / (beta))
 #define nan_to_num_(x, nan, pinf, ninf) ((x) != (x) ? (nan) : (x) == (T)INFINITY ? (pinf) : (x) == -(T)INFINITY ? (ninf) : (x))
@@ -237,6 +239,8 @@ static const char *float_only_kernel(int op) {
     case OP_gelu_tanh: return "GeluKernelImpl";
     case OP_silu: return "silu_cpu";
     case OP_softplus: return "softplus_cpu";
+    case OP_leaky_relu: return "leaky_relu_cpu";
+    case OP_elu: return "elu_cpu";
     default: return NULL;
     }
 }
@@ -270,6 +274,7 @@ int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
                                      "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
             case OP_sign: return copy_through(a, out); /* torch: sign(bool) is the identity */
             case OP_relu: return c10_error_int("Boolean inputs not supported for relu");
+            case OP_hardtanh: return c10_error_int("Bool inputs not supported for hardtanh");
             case OP_abs: return c10_error_int("\"abs_cpu\" not implemented for 'Bool'");
             case OP_square: /* torch: pow(bool, 2) promotes to int64 */
                 result = compute = CT_INT64;

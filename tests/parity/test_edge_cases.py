@@ -1,0 +1,124 @@
+"""Edge cases found by differential fuzzing against torch 1.13: each test pins
+one general rule (torch's answer on the case is the expected value)."""
+from ctypes import c_bool, c_double, c_int, c_int64, c_void_p
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import CT, I64P, INTP, T, TP, i32, i64, lib  # noqa: E402
+
+for _row in [("ct_roll", T, [CT, I64P, c_int, INTP, c_int]), ("ct_unflatten", T, [CT, c_int, I64P, c_int]),
+             ("ct_topk", c_int, [CT, c_int64, c_int, c_bool, c_bool, TP, TP]),
+             ("ct_lerp", T, [CT, CT, CT]), ("ct_lerp_scalar", T, [CT, CT, c_double]),
+             ("ct_max_dim", c_int, [CT, c_int, c_bool, TP, TP]), ("ct_max", T, [CT]), ("ct_min", T, [CT])]:
+    ct.declare(*_row)
+
+F64 = torch.float64
+
+
+def h(t):
+    return ct.from_torch(t)
+
+
+def test_zero_dim_roll_and_unflatten_are_errors():
+    x = torch.tensor(3.5)
+    for fn, want in [(lambda: lib.ct_roll(h(x), i64([1]), 1, i32([0]), 1), lambda: torch.roll(x, 1, 0)),
+                     (lambda: lib.ct_unflatten(h(x), 0, i64([1]), 1), lambda: x.unflatten(0, (1,)))]:
+        with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+            want()
+        ct.clear_error()
+        assert not fn()
+        assert "Dimension specified as 0 but tensor has no dimensions" in ct.last_error()
+    ct.assert_close(ct.check(lib.ct_roll(h(x), i64([1]), 1, None, 0)), torch.roll(x, 1))
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_topk_of_zero_dim(k):
+    x = torch.tensor(5.0)
+    want = torch.topk(x, k)
+    v, i = (c_void_p * 1)(), (c_void_p * 1)()
+    ct.check_int(lib.ct_topk(h(x), k, 0, True, True, v, i))
+    ct.assert_close(v[0], want.values)
+    ct.assert_close(i[0], want.indices)
+
+
+def test_linspace_one_step_and_integer_ends():
+    for a, b, n, dt in [(0, 1, 1, torch.float32), (-1, 1, 7, torch.uint8), (-1, 1, 7, torch.int8),
+                        (2.7, 9.2, 5, torch.int64), (-5, 5, 11, torch.int32), (3, -2, 1, F64)]:
+        got = ct.check(lib.ct_linspace(a, b, n, ct.ct_dtype_of_torch(dt)))
+        ct.assert_close(got, torch.linspace(a, b, n, dtype=dt), what=f"linspace({a}, {b}, {n}, {dt}): ")
+
+
+@pytest.mark.parametrize("w", [-1.0, -0.7, -0.3, 0.3, 0.5, 0.7, 1.5])
+def test_lerp_weight_branches(w):
+    a = torch.tensor([0.0, 1.0, -2.0])
+    b = torch.tensor([float("inf"), 1e38, 5.0])
+    ct.assert_close(ct.check(lib.ct_lerp_scalar(h(a), h(b), w)), torch.lerp(a, b, w), rtol=1e-6, atol=0,
+                    what=f"lerp {w}: ")  # torch's vector lerp fuses a multiply-add: an ulp
+    wt = torch.full((3,), w)
+    ct.assert_close(ct.check(lib.ct_lerp(h(a), h(b), h(wt))), torch.lerp(a, b, wt), rtol=1e-6, atol=0,
+                    what=f"lerp tensor {w}: ")
+
+
+def test_float_to_int_conversions_out_of_range():
+    vals = [float("nan"), float("inf"), -float("inf"), 1e10, -1e10, 3e9, -3e9, 2147483647.0, -2147483648.0,
+            2147483648.0, 300.7, -1.5, 65537.9, -129.0, 1e19, -1e19, 9.3e18]
+    for src in (torch.float32, F64, torch.float16, torch.bfloat16):
+        x = torch.tensor(vals, dtype=F64).to(src)
+        for dst in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bool):
+            got = ct.check(lib.ct_to_dtype(h(x), ct.ct_dtype_of_torch(dst)))
+            ct.assert_close(got, x.to(dst), what=f"{src} -> {dst}: ")
+
+
+def test_max_backward_is_zero_off_the_selection():
+    """max/max_dim scatter or fill the gradient: an inf or NaN gradient stays at
+    the selected elements (a product with a 0/1 mask would spread NaN)."""
+    x = torch.tensor([[1.0, 3.0], [2.0, -1.0]], dtype=F64)
+    g = torch.tensor([float("nan"), float("inf")], dtype=F64)
+    xt = x.clone().requires_grad_(True)
+    torch.max(xt, 0).values.backward(g)
+    hx = h(x)
+    lib.ct_set_requires_grad(hx, True)
+    v, i = (c_void_p * 1)(), (c_void_p * 1)()
+    ct.check_int(lib.ct_max_dim(hx, 0, False, v, i))
+    ct.check_int(lib.ct_backward(v[0], h(g)))
+    ct.assert_close(lib.ct_grad(hx), xt.grad, what="max_dim: ")
+    for name, tf in (("ct_max", torch.max), ("ct_min", torch.min)):
+        xt = x.clone().requires_grad_(True)
+        tf(xt).backward(torch.tensor(float("inf"), dtype=F64))
+        hx = h(x)
+        lib.ct_set_requires_grad(hx, True)
+        ct.check_int(lib.ct_backward(ct.check(getattr(lib, name)(hx)), h(torch.tensor(float("inf"), dtype=F64))))
+        ct.assert_close(lib.ct_grad(hx), xt.grad, what=f"{name}: ")
+
+
+ct.declare("ct_hardtanh", T, [CT, c_double, c_double])
+ct.declare("ct_relu6", T, [CT])
+ct.declare("ct_leaky_relu", T, [CT, c_double])
+ct.declare("ct_elu", T, [CT, c_double])
+ACTS = [("hardtanh(2, 1)", lambda x: lib.ct_hardtanh(x, 2.0, 1.0), lambda t: torch.nn.functional.hardtanh(t, 2.0, 1.0)),
+        ("hardtanh(-1, 1)", lambda x: lib.ct_hardtanh(x, -1.0, 1.0), torch.nn.functional.hardtanh),
+        ("relu6", lambda x: lib.ct_relu6(x), torch.nn.functional.relu6),
+        ("leaky_relu", lambda x: lib.ct_leaky_relu(x, 0.01), torch.nn.functional.leaky_relu),
+        ("elu", lambda x: lib.ct_elu(x, 1.0), torch.nn.functional.elu)]
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.uint8, torch.float32, torch.bool], ids=str)
+def test_activation_dtypes(dtype):
+    """hardtanh/relu6 keep integer dtypes and clamp in torch's order (min > max
+    gives max); leaky_relu and elu refuse integers; bool is refused by all."""
+    x = torch.tensor([-3, 2, 9, 0]).to(dtype) if dtype != torch.float32 else torch.tensor([0.5, 3.0, float("nan"), -2.0])
+    for name, cf, tf in ACTS:
+        try:
+            want, err = tf(x), None
+        except RuntimeError as e:
+            want, err = None, str(e)
+        ct.clear_error()
+        got = cf(h(x))
+        if err is not None:
+            assert not got, f"{name}({dtype}): torch raises {err!r}"
+            assert err.split(" ")[0].strip('"') in ct.last_error(), f"{name}: {ct.last_error()} vs {err}"
+        else:
+            ct.assert_close(ct.check(got), want, what=f"{name}({dtype}): ")
