@@ -176,8 +176,8 @@ TensorImpl *nn_rows(const TensorImpl *x, const ClassGeom *g, ct_dtype d) {
 }
 
 /* The inverse of nn_rows: a [N, d.., C] contiguous tensor seen as [N, C, d..] (a view). */
-TensorImpl *nn_unrows(TensorImpl *rows, const ClassGeom *g, int ndim) {
-    if (g->inner == 1) return c10_retain(rows);
+TensorImpl *nn_unrows(TensorImpl *rows, int ndim) {
+    if (ndim <= 2) return c10_retain(rows);
     int64_t perm[CT_MAX_DIMS];
     perm[0] = 0;
     perm[1] = ndim - 1;
@@ -512,7 +512,7 @@ int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const T
         c10_fill(gr, 0);
         if (A) c10_fill(A, 0);
     }
-    TensorImpl *v = nn_unrows(gr, &g, x->ndim);
+    TensorImpl *v = nn_unrows(gr, x->ndim);
     c10_release(gr);
     gr = NULL;
     v = convert_owned(v, x->dtype);

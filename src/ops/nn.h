@@ -19,7 +19,7 @@ CT_INTERNAL int nn_class_geom(const char *op, const TensorImpl *x, const TensorI
                               bool allow_prob, ClassGeom *g);
 CT_INTERNAL int nn_check_targets(const int64_t *t, int64_t R, int64_t C, int64_t ignore);
 CT_INTERNAL TensorImpl *nn_rows(const TensorImpl *x, const ClassGeom *g, ct_dtype d);
-CT_INTERNAL TensorImpl *nn_unrows(TensorImpl *rows, const ClassGeom *g, int ndim);
+CT_INTERNAL TensorImpl *nn_unrows(TensorImpl *rows, int ndim);
 CT_INTERNAL double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *w, int64_t ignore);
 CT_INTERNAL int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w,
                                       const TensorImpl *gout, int64_t reduction, int64_t ignore,

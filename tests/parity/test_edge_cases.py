@@ -122,3 +122,19 @@ def test_activation_dtypes(dtype):
             assert err.split(" ")[0].strip('"') in ct.last_error(), f"{name}: {ct.last_error()} vs {err}"
         else:
             ct.assert_close(ct.check(got), want, what=f"{name}({dtype}): ")
+
+
+ct.declare("ct_cross_entropy", T, [CT, CT, CT, c_int, c_int64, c_double])
+
+
+@pytest.mark.parametrize("shape,tshape", [((2, 4, 1), (2, 1)), ((2, 4, 1, 1), (2, 1, 1)), ((0, 4, 1), (0, 1)),
+                                          ((3, 4, 1, 2), (3, 1, 2))], ids=str)
+def test_cross_entropy_grad_with_size1_spatial_dims(shape, tshape):
+    g = torch.Generator().manual_seed(5)
+    x, t = torch.randn(*shape, generator=g, dtype=F64), torch.randint(0, 4, tshape, generator=g)
+    xt = x.clone().requires_grad_(True)
+    torch.nn.functional.cross_entropy(xt, t).backward()
+    hx = h(x)
+    lib.ct_set_requires_grad(hx, True)
+    ct.check_int(lib.ct_backward(ct.check(lib.ct_cross_entropy(hx, h(t), None, 1, -100, 0.0)), None))
+    ct.assert_close(lib.ct_grad(hx), xt.grad, rtol=1e-12, atol=1e-12)
