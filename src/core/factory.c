@@ -42,6 +42,7 @@ ct_tensor *ct_empty(const int64_t *shape, int ndim, ct_dtype dtype) {
     return ct_empty_on(shape, ndim, dtype, CT_CPU);
 }
 ct_tensor *ct_full(const int64_t *shape, int ndim, double value, ct_dtype dtype) {
+    if (c10_dtype_valid((int)dtype) && c10_check_value_fits(value, dtype) < 0) return NULL;
     return c10_wrap(c10_full(shape, ndim, value, dtype, CT_CPU));
 }
 ct_tensor *ct_zeros(const int64_t *shape, int ndim, ct_dtype dtype) { return ct_full(shape, ndim, 0, dtype); }
@@ -51,6 +52,7 @@ ct_tensor *ct_scalar_dtype(double value, ct_dtype dtype) { return ct_full(NULL, 
 
 ct_tensor *ct_full_like(const ct_tensor *h, double value) {
     TensorImpl *t = c10_unwrap(h);
+    if (t && c10_check_value_fits(value, t->dtype) < 0) return NULL;
     return t ? c10_wrap(c10_full(t->sizes, t->ndim, value, t->dtype, t->device)) : NULL;
 }
 ct_tensor *ct_zeros_like(const ct_tensor *h) { return ct_full_like(h, 0); }

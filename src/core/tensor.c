@@ -213,6 +213,9 @@ int c10_check_value_fits(double v, ct_dtype d) {
     static const double hi[CT_NUM_DTYPES] = {0, 255, 127, 32767, 2147483647.0, 9223372036854775807.0};
     bool bad = false;
     if (c10_is_integral(d, false)) bad = !(v >= lo[d] && v <= hi[d]); /* NaN fails too */
+    /* c10::checked_convert lets a negative integer (a C double that is integral
+     * counts as one) down to -255 wrap into uint8, as two's complement */
+    if (d == CT_UINT8 && v < 0 && v >= -255 && v == trunc(v)) bad = false;
     else if (d == CT_FLOAT16) bad = isfinite(v) && fabs(v) > 65504.0;
     else if (d == CT_BFLOAT16 || d == CT_FLOAT32) bad = isfinite(v) && fabs(v) > 3.4028234663852886e38;
     return bad ? c10_error_int("value cannot be converted to type %s without overflow", names[d]) : 0;

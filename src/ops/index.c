@@ -588,6 +588,7 @@ int fwd_scatter(int op, const OpArgs *a, TensorImpl **out) {
 /* t[0] self, t[1] index; i: dim; s[0]: value. dst: in place */
 int fwd_scatter_value(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
+    if (c10_check_value_fits(a->s[0], a->t[0]->dtype) < 0) return -1;
     return scatter_common("scatter", a, out, 0, false);
 }
 /* t[0] self, t[1] index, t[2] src; i: dim. dst: in place */
@@ -1802,6 +1803,7 @@ int fwd_masked_fill(int op, const OpArgs *a, TensorImpl **out) {
         return c10_error_int("masked_fill: masked_fill only supports boolean masks, but got mask with dtype %s",
                              lower_name(mask->dtype));
     if (!same_device("masked_fill", self, mask)) return -1;
+    if (c10_check_value_fits(a->s[0], self->dtype) < 0) return -1;
     TensorImpl *in[2] = {self, mask};
     if (self->dtype == CT_BOOL || !c10_is_float(self->dtype)) {
         /* the value converts to self's dtype (truncation), as PyTorch's fill does */
@@ -1819,13 +1821,13 @@ int fwd_clamp(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0];
     bool hl = a->s[0] == a->s[0], hh = a->s[1] == a->s[1];
     if (!hl && !hh) return c10_error_int("clamp: torch.clamp: At least one of 'min' or 'max' must not be None");
-    if (self->dtype == CT_BOOL) return c10_error_int("\"clamp\" not implemented for 'Bool'");
     PromoteState st = {0};
     promote_add_tensor(&st, self);
     if (hl) promote_add_scalar(&st, a->s[0]);
     if (hh) promote_add_scalar(&st, a->s[1]);
-    ct_dtype r = promote_result(&st);
-    if (a->dst && c10_is_float(r) && !c10_is_float(a->dst->dtype))
+    ct_dtype r = promote_result(&st); /* bool with int bounds: int64, as torch */
+    if ((hl && c10_check_value_fits(a->s[0], r) < 0) || (hh && c10_check_value_fits(a->s[1], r) < 0)) return -1;
+    if (a->dst && ((c10_is_float(r) && !c10_is_float(a->dst->dtype)) || (r != CT_BOOL && a->dst->dtype == CT_BOOL)))
         return c10_error_int("clamp: result type %s can't be cast to the desired output type %s",
                              c10_dtype_cname(r), c10_dtype_cname(a->dst->dtype));
     TensorImpl *in[1] = {self};

@@ -138,3 +138,36 @@ def test_cross_entropy_grad_with_size1_spatial_dims(shape, tshape):
     lib.ct_set_requires_grad(hx, True)
     ct.check_int(lib.ct_backward(ct.check(lib.ct_cross_entropy(hx, h(t), None, 1, -100, 0.0)), None))
     ct.assert_close(lib.ct_grad(hx), xt.grad, rtol=1e-12, atol=1e-12)
+
+
+ct.declare("ct_clamp", T, [CT, c_double, c_double])
+ct.declare("ct_clamp_", c_int, [T, c_double, c_double])
+ct.declare("ct_masked_fill", T, [CT, CT, c_double])
+ct.declare("ct_full", T, [I64P, c_int, c_double, c_int])
+NAN = float("nan")
+
+
+def test_clamp_promotes_bool_and_checks_bounds():
+    """C doubles that are integral count as Python ints (the header's rule)."""
+    b = torch.tensor([True, False])
+    ct.assert_close(ct.check(lib.ct_clamp(h(b), 0, 1)), torch.clamp(b, 0, 1))
+    ct.assert_close(ct.check(lib.ct_clamp(h(b), 0.5, NAN)), torch.clamp(b, 0.5))
+    assert lib.ct_clamp_(h(b), 0, 1) == -1 and "can't be cast" in ct.last_error()
+    u = torch.tensor([3, 200], dtype=torch.uint8)
+    ct.assert_close(ct.check(lib.ct_clamp(h(u), 5, 100)), torch.clamp(u, 5, 100))
+    ct.clear_error()
+    assert not lib.ct_clamp(h(u), -300, NAN)
+    assert "value cannot be converted to type uint8_t without overflow" in ct.last_error()
+
+
+def test_scalar_arguments_that_do_not_fit_are_errors():
+    m = h(torch.tensor([True, False, True]))
+    for make, dt, v in [(lambda v: lib.ct_masked_fill(h(torch.zeros(3, dtype=torch.uint8)), m, v), "uint8_t", 300.0),
+                        (lambda v: lib.ct_masked_fill(h(torch.zeros(3, dtype=torch.int32)), m, v), "int", NAN),
+                        (lambda v: lib.ct_full(i64([2]), 1, v, ct.CT_UINT8), "uint8_t", 300.0),
+                        (lambda v: lib.ct_full(i64([2]), 1, v, ct.CT_INT8), "int8_t", -129.0)]:
+        ct.clear_error()
+        assert not make(v)
+        assert f"value cannot be converted to type {dt} without overflow" in ct.last_error()
+    ct.assert_close(ct.check(lib.ct_masked_fill(h(torch.zeros(3, dtype=torch.uint8)), m, 255.0)),
+                    torch.zeros(3, dtype=torch.uint8).masked_fill(torch.tensor([True, False, True]), 255))
