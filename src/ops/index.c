@@ -33,6 +33,12 @@
 #define ID_(x) (x)
 
 
+/* In-place writes into a tensor whose elements share memory (an expanded one). */
+static int overlap_error(const char *op) {
+    return c10_error_int("%s: unsupported operation: more than one element of the written-to tensor refers to a "
+                         "single memory location. Please clone() the tensor before performing the operation.", op);
+}
+
 /* The end of a forward: out[0] = o when r is 0, else o is released; 1 or -1. */
 static int put_out(int r, TensorImpl *o, TensorImpl **out) {
     if (r < 0) {
@@ -537,6 +543,7 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     if (src && src->dtype != self->dtype)
         return c10_error_int("%s(): Expected self.dtype to be equal to src.dtype", op);
     if (gs_check(op, self, dim, index, src, false) < 0) return -1;
+    if (a->dst && c10_has_internal_overlap(a->dst)) return overlap_error(op);
     TensorImpl *o = a->dst ? c10_retain(a->dst) : c10_empty(self->sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
     TensorImpl *idx = NULL, *sv = NULL;

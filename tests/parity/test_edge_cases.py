@@ -171,3 +171,25 @@ def test_scalar_arguments_that_do_not_fit_are_errors():
         assert f"value cannot be converted to type {dt} without overflow" in ct.last_error()
     ct.assert_close(ct.check(lib.ct_masked_fill(h(torch.zeros(3, dtype=torch.uint8)), m, 255.0)),
                     torch.zeros(3, dtype=torch.uint8).masked_fill(torch.tensor([True, False, True]), 255))
+
+
+ct.declare("ct_scatter_", c_int, [T, c_int, CT, CT])
+ct.declare("ct_scatter_add_", c_int, [T, c_int, CT, CT])
+ct.declare("ct_floor_", c_int, [T])
+ct.declare("ct_round_", c_int, [T])
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32], ids=str)
+def test_inplace_into_expanded_tensors_is_an_error(dtype):
+    idx, src = torch.tensor([[0], [1], [2]]), torch.ones(3, 1, dtype=dtype)
+    calls = [("floor_", lambda t: t.floor_(), lambda e: lib.ct_floor_(e)),
+             ("round_", lambda t: t.round_(), lambda e: lib.ct_round_(e)),
+             ("scatter_", lambda t: t.scatter_(1, idx, src), lambda e: lib.ct_scatter_(e, 1, h(idx), h(src))),
+             ("scatter_add_", lambda t: t.scatter_add_(1, idx, src), lambda e: lib.ct_scatter_add_(e, 1, h(idx), h(src)))]
+    for name, tf, cf in calls:
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            tf(torch.zeros(3, 1, dtype=dtype).expand(3, 4))
+        e = ct.check(lib.ct_expand(h(torch.zeros(3, 1, dtype=dtype)), i64([3, 4]), 2))
+        ct.clear_error()
+        assert cf(e) == -1, name
+        assert "more than one element of the written-to tensor" in ct.last_error(), name

@@ -249,6 +249,9 @@ static const char *float_only_kernel(int op) {
 static int copy_through(const OpArgs *a, TensorImpl **out) {
     TensorImpl *src = a->t[0];
     if (a->dst) {
+        if (c10_has_internal_overlap(a->dst))
+            return c10_error_int("unsupported operation: more than one element of the written-to tensor refers to a "
+                                 "single memory location. Please clone() the tensor before performing the operation.");
         if (a->dst != src && src->device != CT_META && at_copy_(a->dst, src) < 0) return -1;
         out[0] = c10_retain(a->dst);
         return 1;
