@@ -590,13 +590,13 @@ static bool all_finite(ct_dtype cd, const void *p, int64_t n) {
     if (cd == CT_FLOAT32) {
         const float *f = p;
         float acc = 0;
-        OMP(omp parallel for simd reduction(+ : acc) if (n > 65536))
+        OMP(omp parallel for reduction(+ : acc) if (n > 65536))
         for (int64_t k = 0; k < n; k++) acc += f[k] * 0.0f;
         return acc == 0;
     }
     const double *d = p;
     double acc = 0;
-    OMP(omp parallel for simd reduction(+ : acc) if (n > 65536))
+    OMP(omp parallel for reduction(+ : acc) if (n > 65536))
     for (int64_t k = 0; k < n; k++) acc += d[k] * 0.0;
     return acc == 0;
 }
