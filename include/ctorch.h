@@ -113,7 +113,8 @@ typedef struct ct_allocator {
 CT_API void ct_set_allocator(const ct_allocator *allocator); /* NULL: default */
 CT_API void ct_empty_cache(void);
 typedef struct ct_memory_stats {
-    size_t in_use;        /* bytes held by live storages */
+    size_t in_use;        /* bytes held by live storages (data of 16 bytes or less lives
+                             inside its storage object and is not counted) */
     size_t peak_in_use;   /* high-water mark of in_use */
     size_t cached;        /* bytes kept in the cache for reuse */
     uint64_t hook_allocs; /* calls that reached the allocator hook */

@@ -143,6 +143,25 @@ TEST(cache_reuses_blocks) {
     CHECK(s1.cache_hits - s0.cache_hits >= 10);
 }
 
+TEST(small_tensors_need_no_allocator_call) {
+    /* data of up to 16 bytes lives inside the storage object: a scalar loop makes
+     * no allocator call at all, and views and writes behave as for any tensor */
+    ct_memory_stats s0 = ct_memory_stats_get();
+    ct_scope_begin();
+    ct_tensor *x = ct_scalar(0.5), *v = ct_from_data((float[]){1, 2, 3, 4}, CT_SHAPE(2, 2), CT_FLOAT32);
+    for (int i = 0; i < 100; i++) x = ct_sin(ct_add(ct_mul(x, x), x));
+    ct_tensor *t = ct_transpose(v, 0, 1);
+    ct_fill_(ct_select(ct_select(t, 0, 0), 0, 1), 7); /* t[0][1] is v[1][0] */
+    CHECK_NEAR(ct_item(ct_select(ct_select(v, 0, 1), 0, 0)), 7, 0);
+    CHECK_NEAR(ct_item(ct_sum(v)), 1 + 2 + 7 + 4, 0);
+    CHECK(isfinite(ct_item(x)));
+    ct_memory_stats s1 = ct_memory_stats_get();
+    CHECK_EQ_INT(s1.hook_allocs - s0.hook_allocs, 0);
+    CHECK_EQ_INT(s1.cache_hits - s0.cache_hits, 0);
+    CHECK_EQ_INT(s1.in_use, s0.in_use);
+    ct_scope_end();
+}
+
 TEST(views_share_storage_and_writes_show_in_base) {
     ct_tensor *x = ct_view(ct_arange(0, 12, 1, CT_FLOAT32), CT_SHAPE(3, 4));
     ct_tensor *t = ct_transpose(x, 0, 1);
@@ -289,6 +308,7 @@ int main(void) {
     RUN(errors_name_op_shapes_and_dtypes);
     RUN(allocation_failures_are_errors_not_crashes);
     RUN(cache_reuses_blocks);
+    RUN(small_tensors_need_no_allocator_call);
     RUN(views_share_storage_and_writes_show_in_base);
     RUN(from_blob_wraps_without_copy);
     RUN(type_promotion_follows_pytorch);

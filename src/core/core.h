@@ -129,13 +129,18 @@ CT_INTERNAL void c10_dealloc(void *p, size_t nbytes);
 /* ----------------------------------------------------------------- storage */
 typedef struct StorageImpl {
     atomic_int refcount;
+    atomic_uint version;         /* PyTorch's version counter, shared by every view */
     void *data;                  /* NULL on the meta device */
     size_t nbytes;
-    ct_device device;
     void (*deleter)(void *data, void *ctx); /* NULL: the block is the allocator's */
     void *deleter_ctx;
-    atomic_uint version;         /* PyTorch's version counter, shared by every view */
+    ct_device device;
+    /* Data of up to 16 bytes (a scalar, a float4) lives here, in the storage's
+     * own cache line: no allocator call, no lock. The whole struct is 64 bytes. */
+    _Alignas(16) unsigned char small[16];
 } StorageImpl;
+#define C10_SMALL_BYTES sizeof(((StorageImpl *)0)->small)
+_Static_assert(sizeof(StorageImpl) == 64, "StorageImpl is one cache line");
 
 CT_INTERNAL StorageImpl *c10_storage_new(size_t nbytes, ct_device device);
 CT_INTERNAL void c10_storage_release(StorageImpl *s);

@@ -16,16 +16,19 @@ C10_POOL(tensor_pool, TensorImpl, 16384)
 StorageImpl *c10_storage_new(size_t nbytes, ct_device device) {
     StorageImpl *s = storage_pool_get();
     if (!s) return c10_error("out of memory");
-    memset(s, 0, sizeof *s);
+    s->data = NULL;
     if (device == CT_CPU) { /* even for 0 bytes: CPU data is never NULL, so pointer arithmetic stays defined */
-        s->data = c10_alloc(nbytes);
+        s->data = nbytes <= C10_SMALL_BYTES ? (void *)s->small : c10_alloc(nbytes);
         if (!s->data) {
             storage_pool_put(s);
             return NULL;
         }
     }
     atomic_init(&s->refcount, 1);
+    atomic_init(&s->version, 0);
     s->nbytes = nbytes;
+    s->deleter = NULL;
+    s->deleter_ctx = NULL;
     s->device = device;
     return s;
 }
@@ -33,7 +36,7 @@ StorageImpl *c10_storage_new(size_t nbytes, ct_device device) {
 void c10_storage_release(StorageImpl *s) {
     if (!s || !c10_unref(&s->refcount)) return;
     if (s->deleter) s->deleter(s->data, s->deleter_ctx);
-    else c10_dealloc(s->data, s->nbytes);
+    else if (s->data != (void *)s->small) c10_dealloc(s->data, s->nbytes);
     storage_pool_put(s);
 }
 
