@@ -508,6 +508,11 @@ TensorImpl *ag_zeros_like_meta(const InputMeta *m) { return c10_full(m->sizes, m
 
 /* ---------------------------------------------------------------- frames */
 
+/* A backward formula's temporaries, released when its frame ends. The first 64
+ * slots are static per thread, so a backward step makes no heap call; a deeper
+ * stack grows on the heap and goes back to the static slots once empty. */
+#define FRAME_STATIC 64
+static _Thread_local TensorImpl *frame_static[FRAME_STATIC];
 static _Thread_local TensorImpl **frame;
 static _Thread_local int frame_n, frame_cap;
 
@@ -515,22 +520,28 @@ int ag_frame_begin(void) { return frame_n; }
 
 void ag_frame_end(int mark) {
     while (frame_n > mark) c10_release(frame[--frame_n]);
-    if (frame_n == 0) {
+    if (frame_n == 0 && frame != frame_static) {
         free(frame);
-        frame = NULL;
-        frame_cap = 0;
+        frame = frame_static;
+        frame_cap = FRAME_STATIC;
     }
 }
 
 TensorImpl *F(TensorImpl *t) {
     if (!t) return NULL;
+    if (!frame) {
+        frame = frame_static;
+        frame_cap = FRAME_STATIC;
+    }
     if (frame_n == frame_cap) {
-        int cap = frame_cap ? 2 * frame_cap : 32;
-        TensorImpl **f = realloc(frame, (size_t)cap * sizeof *f);
+        int cap = 2 * frame_cap;
+        TensorImpl **f = frame == frame_static ? malloc((size_t)cap * sizeof *f)
+                                               : realloc(frame, (size_t)cap * sizeof *f);
         if (!f) {
             c10_release(t);
             return c10_error("out of memory");
         }
+        if (frame == frame_static) memcpy(f, frame_static, sizeof frame_static);
         frame = f;
         frame_cap = cap;
     }

@@ -373,7 +373,12 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
     }
     ct_dtype compute = c10_opmath(common), oc = result == CT_BOOL ? CT_BOOL : compute;
     ew_kernel k = kernels[op][compute];
-    OpArgs b = *a;
+    OpArgs b; /* what run() reads: t[0..nin), s, dst (a full copy would move ~800 bytes) */
+    b.t[0] = a->t[0];
+    b.t[1] = a->t[1];
+    b.nt = a->nt;
+    b.dst = a->dst;
+    memcpy(b.s, a->s, sizeof b.s);
     int nin = 2;
     /* torch's pow(Tensor, Scalar) computes x ** 0.5 and x ** -0.5 as sqrt and
      * rsqrt (so (-inf) ** 0.5 is NaN and (-0) ** -0.5 is -inf); float16 keeps std::pow */
