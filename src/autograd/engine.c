@@ -172,12 +172,12 @@ static TensorImpl *shape_gradient(TensorImpl *gi, const InputMeta *m) {
 static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *needs) {
     int mark = ag_frame_begin();
     OpArgs args; /* the forward's arguments; only the used part is written */
-    for (int k = 0; k < OP_MAX_TENSORS; k++) args.t[k] = NULL;
+    memset(args.t, 0, sizeof args.t);
     args.dst = NULL;
     args.nt = n->num_next;
     args.ni = n->ni;
     memcpy(args.s, n->s, sizeof args.s);
-    memcpy(args.i, n->ints, sizeof(int64_t) * (size_t)n->ni);
+    if (n->ni) memcpy(args.i, n->ints, sizeof(int64_t) * (size_t)n->ni);
     BackwardCtx c = {.node = n, .go = inputs, .args = &args};
     int rc = 0;
     for (int k = 0; k < n->num_inputs && rc == 0; k++)
@@ -344,7 +344,7 @@ static int run_node(GraphTask *g, Node *n) {
         gi[k] = NULL;
     }
 done:
-    for (int k = 0; k < OP_MAX_OUTS; k++) c10_release(inputs[k]);
+    for (int k = 0; k < n->num_inputs; k++) c10_release(inputs[k]);
     for (int k = 0; k < n->num_next; k++) c10_release(gi[k]);
     return rc;
 }

@@ -270,8 +270,10 @@ static bool differentiable_dtype(ct_dtype d) { return c10_is_float(d); }
 void ag_copy_meta(Node *n, InputMeta *m, const InputMeta *from) {
     int64_t *w = ag_node_words(n, 2 * from->ndim);
     *m = *from;
-    memcpy(w, from->sizes, sizeof(int64_t) * (size_t)from->ndim);
-    memcpy(w + from->ndim, from->strides, sizeof(int64_t) * (size_t)from->ndim);
+    for (int d = 0; d < from->ndim; d++) {
+        w[d] = from->sizes[d];
+        w[from->ndim + d] = from->strides[d];
+    }
     m->sizes = w;
     m->strides = w + from->ndim;
 }
