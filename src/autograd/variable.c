@@ -158,8 +158,9 @@ void ag_node_release(Node *n) {
 static void meta_free(AutogradMeta *m) {
     c10_release(m->grad);
     if (m->grad_fn) {
-        for (int k = 0; k < m->grad_fn->num_inputs; k++)
-            if (m->grad_fn->retain[k] == m) m->grad_fn->retain[k] = NULL;
+        if (m->retains_grad) /* the node's weak pointer back to this meta */
+            for (int k = 0; k < m->grad_fn->num_inputs; k++)
+                if (m->grad_fn->retain[k] == m) m->grad_fn->retain[k] = NULL;
         ag_node_release(m->grad_fn);
     }
     c10_release(m->base);

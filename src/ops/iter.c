@@ -413,8 +413,22 @@ static void run_one(const ElementwiseSpec *spec, TensorImpl *const *in, TensorIm
     if (p[0] == buf[0]) c10_convert(c10_data(o), o->dtype, buf[0], spec->out_dtype, 1);
 }
 
+/* Scalars (0-dim CPU operands, a new output): nothing to broadcast or plan. */
+static bool all_cpu_scalars(const ElementwiseSpec *spec, TensorImpl *const *in) {
+    for (int k = 0; k < spec->ninputs; k++)
+        if (in[k]->ndim || in[k]->device != CT_CPU) return false;
+    return true;
+}
+
 int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out, ew_kernel kernel,
            const double *s) {
+    if (!*out && all_cpu_scalars(spec, in)) {
+        TensorImpl *o = c10_empty(NULL, 0, spec->result_dtype, CT_CPU);
+        if (!o) return -1;
+        run_one(spec, in, o, kernel, s);
+        *out = o;
+        return 0;
+    }
     int64_t shape[CT_MAX_DIMS];
     int ndim = 0;
     if (*out) { /* in-place and out=: the inputs broadcast to the output's shape */
