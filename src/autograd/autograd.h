@@ -152,7 +152,8 @@ typedef struct DerivInfo {
 CT_INTERNAL extern const DerivInfo deriv_info[OP_COUNT];
 
 /* ---- grad mode (per thread) ---- */
-CT_INTERNAL bool ag_grad_enabled(void);
+CT_INTERNAL extern _Thread_local bool ag_grad_disabled; /* no_grad mode, per thread */
+static inline bool ag_grad_enabled(void) { return !ag_grad_disabled; }
 CT_INTERNAL bool ag_set_grad_enabled(bool on); /* returns the previous mode */
 
 /* ---- meta ---- */
@@ -168,7 +169,10 @@ CT_INTERNAL Node *ag_node_new(int kind, const char *name, int num_inputs, int nu
 /* n words of the node's memory (they must have been asked for at creation). */
 CT_INTERNAL int64_t *ag_node_words(Node *n, int count);
 CT_INTERNAL Node *ag_node_retain(Node *n);
-CT_INTERNAL void ag_node_release(Node *n);
+CT_INTERNAL void ag_node_free(Node *n); /* the last reference went: free n and what only it kept */
+static inline void ag_node_release(Node *n) {
+    if (n && c10_unref(&n->refcount)) ag_node_free(n);
+}
 CT_INTERNAL void ag_set_history(TensorImpl *out, Node *fn, int output_nr);
 CT_INTERNAL void ag_save(SavedVariable *sv, TensorImpl *t, bool is_output);
 /* The saved tensor for backward: new reference, or NULL with the error

@@ -158,8 +158,13 @@ static int deliver(GraphTask *g, Edge e, TensorImpl *grad) {
 
 /* A gradient to the shape and dtype of the input it is for. */
 static TensorImpl *shape_gradient(TensorImpl *gi, const InputMeta *m) {
-    TensorImpl *r = ag_sum_to_size(gi, m->sizes, m->ndim);
-    c10_release(gi);
+    bool same = gi->ndim == m->ndim;
+    for (int d = 0; same && d < m->ndim; d++) same = gi->sizes[d] == m->sizes[d];
+    TensorImpl *r = gi;
+    if (!same) { /* broadcasting undone: sum to the input's size */
+        r = ag_sum_to_size(gi, m->sizes, m->ndim);
+        c10_release(gi);
+    }
     if (r && r->dtype != m->dtype) {
         OpArgs a = {.t = {r}, .nt = 1, .i = {m->dtype}, .ni = 1};
         TensorImpl *c = ag_call1(OP_to_dtype, &a);

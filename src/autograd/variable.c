@@ -7,11 +7,10 @@
 
 /* ---------------------------------------------------------------- grad mode */
 
-static _Thread_local bool grad_disabled;
-bool ag_grad_enabled(void) { return !grad_disabled; }
+_Thread_local bool ag_grad_disabled;
 bool ag_set_grad_enabled(bool on) {
-    bool prev = !grad_disabled;
-    grad_disabled = !on;
+    bool prev = !ag_grad_disabled;
+    ag_grad_disabled = !on;
     return prev;
 }
 
@@ -120,12 +119,9 @@ CT_INTERNAL void ag_custom_free(CustomFn *f);
 
 /* Frees n and every node only it kept alive, iteratively (a graph may be a
  * chain of a million nodes: recursion would overflow the stack). */
-void ag_node_release(Node *n) {
-    Node *work = NULL;
-    if (n && c10_unref(&n->refcount)) {
-        n->gc_next = work;
-        work = n;
-    }
+void ag_node_free(Node *n) {
+    Node *work = n;
+    n->gc_next = NULL;
     while (work) {
         Node *m = work;
         work = m->gc_next;

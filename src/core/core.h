@@ -191,7 +191,10 @@ static inline TensorImpl *c10_retain(TensorImpl *t) {
     if (t) atomic_fetch_add_explicit(&t->refcount, 1, memory_order_relaxed);
     return t;
 }
-CT_INTERNAL void c10_release(TensorImpl *t); /* NULL is fine */
+CT_INTERNAL void c10_destroy(TensorImpl *t); /* the last reference went: free it */
+static inline void c10_release(TensorImpl *t) { /* NULL is fine */
+    if (t && c10_unref(&t->refcount)) c10_destroy(t);
+}
 /* Recomputes numel and is_contiguous after sizes/strides changed. */
 CT_INTERNAL void c10_refresh(TensorImpl *t);
 static inline char *c10_data(const TensorImpl *t) {

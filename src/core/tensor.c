@@ -110,6 +110,10 @@ static int64_t checked_numel(const int64_t *sizes, int ndim, ct_dtype dtype) {
 TensorImpl *c10_empty(const int64_t *sizes, int ndim, ct_dtype dtype, ct_device device) {
     if (!c10_dtype_valid((int)dtype)) return c10_error("empty: invalid dtype %d", (int)dtype);
     if (device != CT_CPU && device != CT_META) return c10_error("empty: invalid device %d", (int)device);
+    if (ndim == 0) { /* a scalar: nothing to check */
+        StorageImpl *s = c10_storage_new(c10_elsize[dtype], device);
+        return s ? make_owning(s, NULL, NULL, 0, 0, dtype) : NULL;
+    }
     int64_t n = checked_numel(sizes, ndim, dtype);
     if (n < 0) return NULL;
     int64_t strides[CT_MAX_DIMS], st = 1;
@@ -142,8 +146,7 @@ TensorImpl *c10_scalar_tensor(double v, ct_dtype dtype, ct_device device) {
     return c10_full(NULL, 0, v, dtype, device);
 }
 
-void c10_release(TensorImpl *t) {
-    if (!t || !c10_unref(&t->refcount)) return;
+void c10_destroy(TensorImpl *t) {
     if (t->autograd && c10_autograd_meta_free) c10_autograd_meta_free(t->autograd);
     c10_storage_release(t->storage);
     tensor_pool_put(t);

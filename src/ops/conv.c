@@ -1194,7 +1194,7 @@ static int adaptive_compute(ct_dtype cd, void *const *in, void *out, const void 
 static TensorImpl *adaptive_run(bool backward, const TensorImpl *x, const int64_t *s, int nd, int64_t H, int64_t W,
                                 int64_t Ho, int64_t Wo) {
     TensorImpl *o = backward ? c10_full(s, nd, 0, x->dtype, x->device) : c10_empty(s, nd, x->dtype, x->device);
-    if (!o || x->numel == 0) return o;
+    if (!o || o->numel == 0 || x->numel == 0) return o; /* an output size of 0: no division by H*W */
     AdaptiveCall c = {backward, o->numel / (backward ? H * W : Ho * Wo), H, W, Ho, Wo};
     return run_compute(o, c10_opmath(x->dtype), &x, 1, 0, backward, adaptive_compute, &c);
 }
