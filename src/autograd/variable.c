@@ -135,8 +135,7 @@ void ag_node_free(Node *n) {
         ag_release_saved(m);
         for (int k = 0; k < m->num_inputs; k++) {
             c10_release(m->buffer[k]);
-            if (m->retain[k] && m->retain[k]->grad_fn == m) m->retain[k] = NULL;
-            ag_hooks_free(m->pre_hooks[k]);
+            if (m->pre_hooks[k]) ag_hooks_free(m->pre_hooks[k]);
         }
         if (m->variable) { /* AccumulateGrad: the leaf forgets its accumulator */
             if (m->variable->autograd && m->variable->autograd->grad_accumulator == m)
