@@ -168,6 +168,13 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
 /* ------------------------------------------------------------ kernels */
 #define PAR_GRAIN 65536
 
+/* torch's optimizers are sequences of ops whose CPU kernels are compiled with
+ * floating-point contraction: add(x, y, alpha=a) is fma(y, a, x) and
+ * addcmul(x, y, z, value=v) is fma(v * y, z, x). The same fusions here give
+ * the same roundings, so that cancellations agree too (a centered RMSprop with
+ * alpha 0 takes the square root of fma(-g, g, g * g): torch's NaNs included). */
+#define FMA(a, b, c) _Generic((a), float: fmaf, default: fma)(a, b, c)
+
 #define DEFINE_KERNELS(T, S)                                                                                      \
     static void sgd_##S(T *restrict p, const T *restrict g, T *restrict buf, int64_t n, const Group *G,          \
                         bool first) {                                                                            \
@@ -175,13 +182,13 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
         const bool has_wd = G->weight_decay != 0, has_mom = G->momentum != 0, nest = G->nesterov;                \
         _Pragma("omp parallel for if (n > PAR_GRAIN)") for (int64_t i = 0; i < n; i++) {                         \
             T d = g[i];                                                                                          \
-            if (has_wd) d = d + wd * p[i];                                                                       \
+            if (has_wd) d = FMA(p[i], wd, d);                                                                    \
             if (has_mom) {                                                                                       \
-                T b = first ? d : buf[i] * mom + damp1 * d;                                                      \
+                T b = first ? d : FMA(d, damp1, buf[i] * mom);                                                   \
                 buf[i] = b;                                                                                      \
-                d = nest ? d + mom * b : b;                                                                      \
+                d = nest ? FMA(b, mom, d) : b;                                                                   \
             }                                                                                                    \
-            p[i] = p[i] + nlr * d;                                                                               \
+            p[i] = FMA(d, nlr, p[i]);                                                                            \
         }                                                                                                        \
     }                                                                                                            \
     static void adam_##S(T *restrict p, const T *restrict g, T *restrict m, T *restrict v, T *restrict mx,       \
@@ -194,9 +201,9 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
         _Pragma("omp parallel for if (n > PAR_GRAIN)") for (int64_t i = 0; i < n; i++) {                         \
             T pi = p[i], gi = g[i];                                                                              \
             if (decoupled) pi = pi * decay;                                                                      \
-            if (coupled_wd) gi = gi + wd * pi;                                                                   \
-            T mi = m[i] * b1 + ob1 * gi;                                                                         \
-            T vi = v[i] * b2 + ob2 * gi * gi;                                                                    \
+            if (coupled_wd) gi = FMA(pi, wd, gi);                                                                \
+            T mi = FMA(gi, ob1, m[i] * b1);                                                                      \
+            T vi = FMA(ob2 * gi, gi, v[i] * b2);                                                                 \
             m[i] = mi;                                                                                           \
             v[i] = vi;                                                                                           \
             T den;                                                                                               \
@@ -217,14 +224,14 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
         const bool has_wd = G->weight_decay != 0, has_mom = G->momentum > 0, centered = G->centered;             \
         _Pragma("omp parallel for if (n > PAR_GRAIN)") for (int64_t i = 0; i < n; i++) {                         \
             T gi = g[i];                                                                                         \
-            if (has_wd) gi = gi + wd * p[i];                                                                     \
-            T s = sq[i] * alpha + oa * gi * gi;                                                                  \
+            if (has_wd) gi = FMA(p[i], wd, gi);                                                                  \
+            T s = FMA(oa * gi, gi, sq[i] * alpha);                                                               \
             sq[i] = s;                                                                                           \
             T avg;                                                                                               \
             if (centered) {                                                                                      \
-                T a = ga[i] * alpha + oa * gi;                                                                   \
+                T a = FMA(gi, oa, ga[i] * alpha);                                                                \
                 ga[i] = a;                                                                                       \
-                avg = sqrt(s + (T)(-1) * a * a);                                                                 \
+                avg = sqrt(FMA(-a, a, s));                                                                       \
             } else {                                                                                             \
                 avg = sqrt(s);                                                                                   \
             }                                                                                                    \
@@ -232,7 +239,7 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
             if (has_mom) {                                                                                       \
                 T b = buf[i] * mom + gi / avg;                                                                   \
                 buf[i] = b;                                                                                      \
-                p[i] = p[i] + nlr * b;                                                                           \
+                p[i] = FMA(b, nlr, p[i]);                                                                        \
             } else {                                                                                             \
                 p[i] = p[i] + nlr * gi / avg;                                                                    \
             }                                                                                                    \

@@ -220,6 +220,33 @@ def test_clip_grad_norm(max_norm, norm_type):
         ct.assert_close(lib.ct_grad(h), tp.grad, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("kind,kw,args", [
+    ("rmsprop", dict(lr=0.1, alpha=0.0, centered=True), (0.1, 0.0, 1e-8, 0, 0, True)),
+    ("rmsprop", dict(lr=0.1, alpha=0.0, centered=True, momentum=0.5, weight_decay=0.3), (0.1, 0.0, 1e-8, 0.3, 0.5, True)),
+    ("adam", dict(lr=0.1, betas=(0.0, 0.0), eps=0.0, weight_decay=0.7), (0.1, 0.0, 0.0, 0.0, 0.7, False)),
+    ("sgd", dict(lr=0.3, momentum=0.7, dampening=0.1, weight_decay=0.9), (0.3, 0.7, 0.1, 0.9, False)),
+])
+def test_roundings_follow_torch_fused_kernels(owned, kind, kw, args, dtype):
+    """torch's add(alpha)/addcmul kernels are fused multiply-adds: results agree
+    bit for bit, cancellations included (centered RMSprop with alpha 0 takes the
+    square root of g*g - g*g computed with one rounding: NaN where torch has NaN)."""
+    g = torch.Generator().manual_seed(1)
+    init = [torch.randn(257, generator=g, dtype=dtype)]
+    tparams = [p.clone().requires_grad_(True) for p in init]
+    topt = TORCH_CLS[kind](tparams, **kw)
+    hs = leaves(init)
+    o = make_ct(kind, hs, args)
+    owned.append((lib.ct_optimizer_free, o))
+    for step in range(3):
+        gr = torch.randn(257, generator=g, dtype=dtype)
+        tparams[0].grad = gr.clone()
+        lib.ct_set_grad(hs[0], ct.from_torch(gr))
+        topt.step()
+        assert lib.ct_optimizer_step(o) == 0, ct.last_error()
+        ct.assert_close(hs[0], tparams[0].detach(), rtol=0, atol=0, what=f"step {step}: ")
+
+
 def test_errors(owned):
     (h,) = leaves([torch.zeros(2)])
     ct.assert_error(lib.ct_optim_sgd(arr([h]), 1, -1.0, 0, 0, 0, False), "Invalid learning rate: -1")
