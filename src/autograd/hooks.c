@@ -53,10 +53,10 @@ int ct_register_hook(ct_tensor *h, ct_tensor *(*fn)(const ct_tensor *grad, void 
 }
 
 /* ---- anomaly mode: name the forward op whose backward produced NaN ---- */
-static bool anomaly;
+bool ag_anomaly; /* read by the engine before it calls ag_anomaly_check */
 bool ct_set_detect_anomaly(bool on) {
-    bool prev = anomaly;
-    anomaly = on;
+    bool prev = ag_anomaly;
+    ag_anomaly = on;
     return prev;
 }
 
@@ -68,7 +68,6 @@ static bool has_nan(const TensorImpl *t) {
 }
 
 int ag_anomaly_check(Node *n, TensorImpl **gi) {
-    if (!anomaly) return 0;
     for (int k = 0; k < n->num_next; k++)
         if (gi[k] && has_nan(gi[k]))
             return c10_error_int("Function '%s' returned nan values in its %dth output.", n->name, k);

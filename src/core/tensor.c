@@ -72,10 +72,13 @@ static TensorImpl *make_owning(StorageImpl *s, const int64_t *sizes, const int64
     t->is_wrapped_number = false;
     t->offset = offset;
     t->autograd = NULL;
-    if (ndim) {
-        memcpy(t->sizes, sizes, (size_t)ndim * sizeof *sizes);
-        memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
+    if (ndim == 0) { /* a scalar: one element, contiguous */
+        t->numel = 1;
+        t->is_contiguous = true;
+        return t;
     }
+    memcpy(t->sizes, sizes, (size_t)ndim * sizeof *sizes);
+    memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
     c10_refresh(t);
     return t;
 }
