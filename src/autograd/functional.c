@@ -164,6 +164,26 @@ static int finish(int rc, TensorImpl *out, TensorImpl *res, ct_tensor **output, 
     return 0;
 }
 
+/* r = d(g . v)/d wrt (v NULL: ones like x), when g has history; else r stays NULL. */
+static int grad_dot_v(ct_tensor *g, const ct_tensor *v, const ct_tensor *x, const ct_tensor *wrt, ct_tensor **r) {
+    if (!g || !ct_requires_grad(g)) return 0;
+    const ct_tensor *vv = v ? v : ct_ones_like(x), *go = g;
+    return vv && ct_autograd_grad(&go, &vv, 1, &wrt, 1, r, false, false, true) == 0 ? 0 : -1;
+}
+
+/* jvp's and hvp's tail: the result (zeros like `like` when r is NULL) and the
+ * detached output leave the scope; grad mode is restored. */
+static int close_products(int rc, bool prev, ct_tensor *r, const ct_tensor *like, TensorImpl *yt, ct_tensor **output,
+                          ct_tensor **result) {
+    TensorImpl *out = NULL, *res = NULL;
+    if (rc == 0 && !r) r = ct_zeros_like(like);
+    if (rc == 0 && (!r || !(res = c10_alias(c10_unwrap(r))))) rc = -1;
+    if (rc == 0 && !(out = c10_alias(yt))) rc = -1;
+    ct_scope_end();
+    ag_set_grad_enabled(prev);
+    return finish(rc, out, res, output, result);
+}
+
 int ct_vjp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **vjp) {
     if (!f || !output || !vjp) return c10_error_int("vjp: the function and the result pointers must not be NULL");
     *output = *vjp = NULL;
@@ -205,30 +225,19 @@ int ct_jvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     if (check_v(xt, vt) < 0) return -1;
     bool prev = ag_set_grad_enabled(true);
     ct_scope_begin();
-    TensorImpl *out = NULL, *res = NULL;
     ct_tensor *x = grad_input(input, "jvp"), *y = NULL, *r = NULL;
     int rc = x ? run(f, ctx, x, &y, "jvp") : -1;
     TensorImpl *yt = rc == 0 ? c10_unwrap(y) : NULL;
     if (rc == 0 && ag_requires_grad(yt)) {
-        /* u: a dummy grad_output; g = J^T u is linear in u */
+        /* u: a dummy grad_output; g = J^T u is linear in u, and d(g . v)/du = J v */
         ct_tensor *u = ct_zeros_like(y), *g = NULL;
-        const ct_tensor *yo = y;
+        const ct_tensor *yo = y, *uo = u;
         if (!u || ct_set_requires_grad(u, true) < 0 ||
-            ct_autograd_grad(&yo, (const ct_tensor *const *)&u, 1, (const ct_tensor *const *)&x, 1, &g, true, true,
-                             true) < 0)
+            ct_autograd_grad(&yo, &uo, 1, (const ct_tensor *const *)&x, 1, &g, true, true, true) < 0 ||
+            grad_dot_v(g, v, x, u, &r) < 0)
             rc = -1;
-        else if (g && ct_requires_grad(g)) {
-            ct_tensor *vv = v ? (ct_tensor *)v : ct_ones_like(x);
-            const ct_tensor *go = g, *uo = u, *vo = vv;
-            if (!vv || ct_autograd_grad(&go, &vo, 1, &uo, 1, &r, false, false, true) < 0) rc = -1;
-        }
     }
-    if (rc == 0 && !r) r = ct_zeros_like(y);
-    if (rc == 0 && (!r || !(res = c10_alias(c10_unwrap(r))))) rc = -1;
-    if (rc == 0 && !(out = c10_alias(yt))) rc = -1;
-    ct_scope_end();
-    ag_set_grad_enabled(prev);
-    return finish(rc, out, res, output, jvp);
+    return close_products(rc, prev, r, y, yt, output, jvp);
 }
 
 int ct_hvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_tensor **output, ct_tensor **hvp) {
@@ -239,7 +248,6 @@ int ct_hvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     if (check_v(xt, vt) < 0) return -1;
     bool prev = ag_set_grad_enabled(true);
     ct_scope_begin();
-    TensorImpl *out = NULL, *res = NULL;
     ct_tensor *x = grad_input(input, "hvp"), *y = NULL, *r = NULL;
     int rc = x ? run(f, ctx, x, &y, "hvp") : -1;
     TensorImpl *yt = rc == 0 ? c10_unwrap(y) : NULL;
@@ -248,18 +256,9 @@ int ct_hvp(ct_fn f, const ct_tensor *input, const ct_tensor *v, void *ctx, ct_te
     if (rc == 0 && ag_requires_grad(yt)) {
         ct_tensor *g = NULL;
         const ct_tensor *yo = y;
-        if (ct_autograd_grad(&yo, NULL, 1, (const ct_tensor *const *)&x, 1, &g, true, true, true) < 0) rc = -1;
-        else if (g && ct_requires_grad(g)) {
-            ct_tensor *vv = v ? (ct_tensor *)v : ct_ones_like(x);
-            const ct_tensor *go = g, *vo = vv;
-            if (!vv || ct_autograd_grad(&go, &vo, 1, (const ct_tensor *const *)&x, 1, &r, false, false, true) < 0)
-                rc = -1;
-        }
+        if (ct_autograd_grad(&yo, NULL, 1, (const ct_tensor *const *)&x, 1, &g, true, true, true) < 0 ||
+            grad_dot_v(g, v, x, x, &r) < 0)
+            rc = -1;
     }
-    if (rc == 0 && !r) r = ct_zeros_like(x);
-    if (rc == 0 && (!r || !(res = c10_alias(c10_unwrap(r))))) rc = -1;
-    if (rc == 0 && !(out = c10_alias(yt))) rc = -1;
-    ct_scope_end();
-    ag_set_grad_enabled(prev);
-    return finish(rc, out, res, output, hvp);
+    return close_products(rc, prev, r, x, yt, output, hvp);
 }
