@@ -130,6 +130,9 @@ SIGNATURES = [
     ("ct_print", c_int, [CT]),
     ("ct_repr", c_int, [CT, c_void_p, c_size_t]),
     ("ct_copy_to_buffer", c_int, [CT, c_void_p, DTYPE]),
+    # autograd (the helpers leaf() and grads_of() below)
+    ("ct_set_requires_grad", c_int, [T, c_bool]),
+    ("ct_autograd_grad", c_int, [TP, TP, c_int, TP, c_int, TP, c_bool, c_bool, c_bool]),
     # views
     ("ct_as_strided", T, [CT, I64P, I64P, c_int, c_int64]),
     ("ct_view", T, [CT, I64P, c_int]),
@@ -397,6 +400,29 @@ def from_torch(t, with_storage=False):
     h = check(lib.ct_as_strided(storage, i64(t.shape), i64(t.stride()), t.dim(),
                                 t.storage_offset()))
     return (h, storage) if with_storage else h
+
+
+# ----------------------------------------------------------------- autograd
+def leaf(t, requires_grad=True):
+    """A ctorch leaf with t's values and layout (requires_grad by default)."""
+    h = from_torch(t.detach())
+    if requires_grad:
+        check_int(lib.ct_set_requires_grad(h, True))
+    return h
+
+
+def grads_of(h_out, hs, g, create_graph=True):
+    """d<out, g>/d inputs through ct_autograd_grad (retain_graph, create_graph,
+    allow_unused); hs is one handle (one result) or a list (a list of results)."""
+    single = not isinstance(hs, (list, tuple))
+    hs = [hs] if single else list(hs)
+    n = len(hs)
+    outs = (c_void_p * 1)(h_out)
+    gos = (c_void_p * 1)(from_torch(g))
+    ins = (c_void_p * n)(*hs)
+    res = (c_void_p * n)()
+    check_int(lib.ct_autograd_grad(outs, gos, 1, ins, n, res, True, create_graph, True))
+    return res[0] if single else [res[k] for k in range(n)]
 
 
 # ----------------------------------------------------------------- checks

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 import torch.autograd.functional as AF  # noqa: E402
 
 import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import leaf  # noqa: E402
 
 T = c_void_p
 TP = POINTER(c_void_p)
@@ -74,13 +75,6 @@ pytestmark = ct.requires("ct_function_apply", "ct_gradcheck", "ct_jacobian", "ct
 
 def arr(*handles):
     return (c_void_p * max(len(handles), 1))(*handles)
-
-
-def leaf(t, requires_grad=True):
-    h = ct.from_torch(t.detach())
-    if requires_grad:
-        ct.check_int(lib.ct_set_requires_grad(h, True))
-    return h
 
 
 def fn(pyfn):

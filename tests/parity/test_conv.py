@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
 
 import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import grads_of, leaf  # noqa: E402
 from ctorch_ffi import CT, I64P, T, TP, c_bool, c_int, c_int64, lib  # noqa: E402
 
 Fn = torch.nn.functional
@@ -297,20 +298,6 @@ def test_meta_shapes():
 
 
 # ------------------------------------------------------------------ gradients
-def leaf(t):
-    hh = ct.from_torch(t.detach())
-    ct.check_int(lib.ct_set_requires_grad(hh, True))
-    return hh
-
-
-def grads_of(h_out, hs, g):
-    n = len(hs)
-    outs = (ctypes.c_void_p * 1)(h_out)
-    gos = (ctypes.c_void_p * 1)(ct.from_torch(g))
-    ins = (ctypes.c_void_p * n)(*hs)
-    res = (ctypes.c_void_p * n)()
-    ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, n, res, True, True, True))
-    return [res[k] for k in range(n)]
 
 
 def check_grads(cfn, tfn, tensors, what, second=True):

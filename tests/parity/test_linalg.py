@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 np = pytest.importorskip("numpy")
 
 import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import grads_of, leaf  # noqa: E402
 from ctorch_ffi import CT, T, TP, c_bool, c_double, c_int, lib  # noqa: E402
 
 for _name, _n in [("ct_mm", 2), ("ct_bmm", 2), ("ct_matmul", 2), ("ct_mv", 2), ("ct_dot", 2), ("ct_outer", 2),
@@ -357,21 +358,6 @@ def test_meta_shapes():
 
 
 # ---------------------------------------------------------------- gradients
-def leaf(t):
-    h = ct.from_torch(t.detach())
-    ct.check_int(lib.ct_set_requires_grad(h, True))
-    return h
-
-
-def grads_of(h_out, hs, g):
-    """d<out, g>/d inputs through ct_autograd_grad, (retain, create) graph."""
-    n = len(hs)
-    outs = (ctypes.c_void_p * 1)(h_out)
-    gos = (ctypes.c_void_p * 1)(ct.from_torch(g))
-    ins = (ctypes.c_void_p * n)(*hs)
-    res = (ctypes.c_void_p * n)()
-    ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, n, res, True, True, True))
-    return [res[k] for k in range(n)]
 
 
 def check_grads(name, tfn, tensors, extra=(), second=True):

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as Fn  # noqa: E402
 import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import leaf  # noqa: E402
 
 lib = ct.lib
 T = CT = c_void_p
@@ -48,12 +49,6 @@ def randn(*shape, dtype=F64):
 
 def ctt(t):
     return None if t is None else ct.from_torch(t.detach())
-
-
-def leaf(t):
-    h = ct.from_torch(t.detach())
-    ct.check_int(lib.ct_set_requires_grad(h, True))
-    return h
 
 
 def grads(h_out, h_ins, g, create_graph):

@@ -7,6 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import grads_of, leaf  # noqa: E402
 
 lib = ct.lib
 T = CT = c_void_p
@@ -398,19 +399,6 @@ def test_meta_shapes():
 
 
 # ---------------------------------------------------------------- gradients
-def leaf(t):
-    h = ct.from_torch(t.detach())
-    ct.check_int(lib.ct_set_requires_grad(h, True))
-    return h
-
-
-def grads_of(h_out, h_in, g):
-    outs = (c_void_p * 1)(h_out)
-    gos = (c_void_p * 1)(ct.from_torch(g))
-    ins = (c_void_p * 1)(h_in)
-    res = (c_void_p * 1)()
-    ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, 1, res, True, True, True))
-    return res[0]
 
 
 def check_grad(cfn, tfn, x, second=True, what="", rtol=1e-9):
