@@ -275,8 +275,13 @@ void ag_copy_meta(Node *n, InputMeta *m, const InputMeta *from) {
 }
 
 void ag_input_meta(Node *n, InputMeta *m, const TensorImpl *t) {
-    InputMeta from = {t->offset, t->sizes, t->strides, t->ndim, t->dtype, t->device, true};
-    ag_copy_meta(n, m, &from);
+    int nd = t->ndim;
+    int64_t *w = nd ? ag_node_words(n, 2 * nd) : n->words; /* never NULL: callers memcpy from it */
+    for (int d = 0; d < nd; d++) {
+        w[d] = t->sizes[d];
+        w[nd + d] = t->strides[d];
+    }
+    *m = (InputMeta){t->offset, w, w + nd, nd, t->dtype, t->device, true};
 }
 
 /* Words a node needs for the metas of these tensors. */
