@@ -552,6 +552,13 @@ OPFN(o_conv2d_groups, ct_conv2d(IN0, IN1, NULL, NULL, (const int64_t[]){1, 1}, (
 OPFN(o_max_pool2d, ct_max_pool2d(IN0, (const int64_t[]){2, 2}, (const int64_t[]){1, 2}, NULL, NULL, false))
 OPFN(o_avg_pool2d, ct_avg_pool2d(IN0, (const int64_t[]){2, 3}, (const int64_t[]){2, 1}, (const int64_t[]){1, 1}, true, false, 0))
 OPFN(o_adaptive_avg_pool2d, ct_adaptive_avg_pool2d(IN0, (const int64_t[]){2, 3}))
+OPFN(o_masked_scatter, ct_masked_scatter(IN0, ct_gt_scalar(ct_arange(0, 4, 1, CT_FLOAT64), 1.5), IN1))
+OPFN(o_index_put_replace, ct_index_put(IN0, (const ct_tensor *[]){idx((const int64_t[]){2, 0}, 2, CT_SHAPE(2))}, 1, IN1, false))
+/* eval mode: running statistics given, not updated, not differentiated */
+OPFN(o_batch_norm_eval, ct_batch_norm(IN0, ct_full(CT_SHAPE(3), 0.25, CT_FLOAT64), ct_full(CT_SHAPE(3), 1.5, CT_FLOAT64),
+                                      IN1, IN2, false, 0.1, 1e-5))
+/* 3x3, stride 1, >= 8 channels both ways: the Winograd path, forward and input gradient */
+OPFN(o_conv2d_winograd, ct_conv2d(IN0, IN1, IN2, NULL, (const int64_t[]){1, 1}, NULL, 1))
 OPFN(o_nll_loss, ct_nll_loss(ct_log_softmax(IN0, 1), idx((const int64_t[]){2, 0, 3}, 3, CT_SHAPE(3)), IN1,
                              CT_REDUCTION_MEAN, -100))
 
@@ -638,6 +645,10 @@ static const OpCase op_cases[] = {
     {"max_pool2d", o_max_pool2d, 1, {{1, 2, 4, 6}}, {4}, CONTIG, NULL, {0}},
     {"avg_pool2d ceil, padding", o_avg_pool2d, 1, {{2, 1, 5, 4}}, {4}, TRANSPOSED, NULL, {0}},
     {"adaptive_avg_pool2d", o_adaptive_avg_pool2d, 1, {{1, 2, 5, 7}}, {4}, CONTIG, NULL, {0}},
+    {"masked_scatter", o_masked_scatter, 2, {{3, 4}, {8}}, {2, 1}, TRANSPOSED, NULL, {0}},
+    {"index_put replace", o_index_put_replace, 2, {{3, 4}, {2, 4}}, {2, 2}, SLICED, NULL, {0}},
+    {"batch_norm (eval)", o_batch_norm_eval, 3, {{4, 3, 2}, {3}, {3}}, {3, 1, 1}, TRANSPOSED, NULL, {0}},
+    {"conv2d 3x3 Winograd", o_conv2d_winograd, 3, {{1, 8, 4, 3}, {8, 8, 3, 3}, {8}}, {4, 4, 1}, SLICED, NULL, {0}},
     {"nll_loss (log_softmax input, weights)", o_nll_loss, 2, {{3, 4}, {4}}, {2, 1}, CONTIG, "nll", {true, false}},
 };
 
