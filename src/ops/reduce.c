@@ -473,13 +473,17 @@ static void run_reduce(const RPlan *pl, int rk, const RCtx *c) {
         }
         return;
     }
+    /* one contiguous run of the compute dtype per output: the kernel straight on it */
+    rk_fn row = pl->nr == 1 && pl->dt == ct_dtype_of_compute[pl->ct] && pl->rst[0] == (int64_t)c10_elsize[pl->dt]
+                    ? rk_kernels[rk][pl->ct] : NULL;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
     for (int64_t o = 0; o < pl->nout; o++) {
         RState s;
         state_init(&s, rk, p, c, o);
-        reduce_range(pl, rk, pl->in + kept_offset(pl, o), 0, pl->nred, &s, p);
+        if (row) row(&s, pl->in + kept_offset(pl, o), pl->nred, 0, p);
+        else reduce_range(pl, rk, pl->in + kept_offset(pl, o), 0, pl->nred, &s, p);
         finish(c, &s, o, pl->ct);
     }
 }

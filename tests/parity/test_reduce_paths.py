@@ -105,3 +105,34 @@ def test_softmax_dtypes(dtype, shape, dim):
     for fn, tf in (("ct_softmax", torch.softmax), ("ct_log_softmax", torch.log_softmax)):
         want = tf(x.float(), dim).to(dtype) if dtype in (torch.float16, torch.bfloat16) else tf(x, dim)
         ct.assert_close(ct.check(getattr(lib, fn)(h, dim)), want, rtol=rtol, atol=atol, what=f"{fn}: ")
+
+
+ct.declare("ct_mean_dims", T, [CT, INTP, c_int, c_bool])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.float16, torch.int32],
+                         ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("shape", [(5, 0), (7, 1), (3, 63), (4, 64), (5, 65), (2, 4097), (3, 3, 129), (1, 70000)])
+def test_last_dim_rows(dtype, shape):
+    """Reductions over the contiguous last dim: one kernel call per output row."""
+    x = rand(shape, dtype)
+    if dtype.is_floating_point and x.numel() > 8:
+        x.view(-1)[5] = float("nan")  # one row with a NaN: amax / argmax / sum see it
+    h = ct.from_torch(x)
+    rtol, atol = tol(dtype)
+    atol *= max(shape[-1], 1) ** 0.5
+    da, nd = dims(-1)
+    ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(-1), rtol=rtol, atol=atol, what="sum(-1): ")
+    if dtype.is_floating_point:
+        ct.assert_close(ct.check(lib.ct_mean_dims(h, da, nd, True)), x.mean(-1, keepdim=True), rtol=rtol,
+                        atol=atol, what="mean(-1): ")
+    if shape[-1] == 0:
+        return
+    ct.assert_close(ct.check(lib.ct_amax(h, da, nd, False)), x.amax(-1), what="amax(-1): ")
+    if dtype != torch.float16:
+        ct.assert_close(ct.check(lib.ct_argmax(h, True, -1, False)), x.argmax(-1), what="argmax(-1): ")
+    if dtype in (torch.float32, torch.float64):
+        ct.assert_close(ct.check(lib.ct_var(h, da, nd, 1.0, False)), x.var(-1), rtol=1e-5, atol=1e-5,
+                        what="var(-1): ")
+        ct.assert_close(ct.check(lib.ct_logsumexp(h, da, nd, False)), x.logsumexp(-1), rtol=1e-5, atol=1e-5,
+                        what="logsumexp(-1): ")

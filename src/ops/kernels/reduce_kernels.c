@@ -44,8 +44,9 @@
             const T *restrict y = x + i;                                                 \
             for (int64_t k = 0; k < m; k += LN)                                          \
                 for (int j = 0; j < LN; j++) acc[j] += (A)y[k + j];                      \
-            for (int w = LN / 2; w >= 1; w /= 2)                                         \
-                for (int j = 0; j < w; j++) acc[j] += acc[j + w];                        \
+            /* unrolled, the fold stays in registers (a loop spills acc) */              \
+            _Pragma("GCC unroll 8") for (int w = LN / 2; w >= 1; w /= 2)                 \
+                _Pragma("GCC unroll 64") for (int j = 0; j < w; j++) acc[j] += acc[j + w]; \
             r += (double)acc[0];                                                         \
             i += m;                                                                      \
         }                                                                                \
