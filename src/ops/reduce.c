@@ -179,33 +179,37 @@ static void convert_run(void *dst, ct_dtype cd, const char *src, ct_dtype sd, in
 static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, int ct, int64_t n) {
     ct_dtype cd = ct_dtype_of_compute[ct];
     int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[cd];
+/* n elements of type TI at src, stride bytes apart, into o[] (type TO); a
+ * stride of two elements (a ::2 slice) vectorises as a constant */
+#define STRIDED(TO, o, TI)                                                               \
+    do {                                                                                 \
+        TO *restrict o_ = (TO *)(o);                                                     \
+        if (stride == 2 * (int64_t)sizeof(TI))                                           \
+            for (int64_t i = 0; i < n; i++) o_[i] = (TO)((const TI *)src)[2 * i];        \
+        else                                                                             \
+            for (int64_t i = 0; i < n; i++) o_[i] = (TO) * (const TI *)(src + i * stride); \
+    } while (0)
     if (stride == es) {
         convert_run(gbuf, cd, src, sd, n);
     } else if (sd == cd) {
-        if (ed == 4)
-            for (int64_t i = 0; i < n; i++) ((uint32_t *)gbuf)[i] = *(const uint32_t *)(src + i * stride);
-        else
-            for (int64_t i = 0; i < n; i++) ((uint64_t *)gbuf)[i] = *(const uint64_t *)(src + i * stride);
+        if (ed == 4) STRIDED(uint32_t, gbuf, uint32_t);
+        else STRIDED(uint64_t, gbuf, uint64_t);
     } else if ((sd == CT_FLOAT16 || sd == CT_BFLOAT16) && cd == CT_FLOAT32) {
         uint16_t *h = (uint16_t *)(gbuf + 4 * n); /* past the floats: gbuf holds 8 bytes per element */
-        for (int64_t i = 0; i < n; i++) h[i] = *(const uint16_t *)(src + i * stride);
+        STRIDED(uint16_t, h, uint16_t);
         c10_half_to_float_n((float *)gbuf, h, sd == CT_BFLOAT16, n);
     } else if (cd == CT_INT64 && sd != CT_BOOL) {
-        int64_t *o = (int64_t *)gbuf;
         switch (sd) {
-#define STRIDED_INT(T)                                                                   \
-    for (int64_t i = 0; i < n; i++) o[i] = *(const T *)(src + i * stride);               \
-    break;
-        case CT_UINT8: STRIDED_INT(uint8_t)
-        case CT_INT8: STRIDED_INT(int8_t)
-        case CT_INT16: STRIDED_INT(int16_t)
-        case CT_INT32: STRIDED_INT(int32_t)
-        default: STRIDED_INT(int64_t)
-#undef STRIDED_INT
+        case CT_UINT8: STRIDED(int64_t, gbuf, uint8_t); break;
+        case CT_INT8: STRIDED(int64_t, gbuf, int8_t); break;
+        case CT_INT16: STRIDED(int64_t, gbuf, int16_t); break;
+        case CT_INT32: STRIDED(int64_t, gbuf, int32_t); break;
+        default: STRIDED(int64_t, gbuf, int64_t); break;
         }
     } else {
         for (int64_t i = 0; i < n; i++) c10_convert(gbuf + i * ed, cd, src + i * stride, sd, 1);
     }
+#undef STRIDED
     return gbuf;
 }
 
@@ -315,106 +319,70 @@ static bool outer_ok(const RPlan *pl, int rk) {
 #define OBLOCK 4096 /* columns per unit (direct float / double) */
 #define CBLOCK 1024 /* columns per unit (converted dtypes, gathered rows) */
 
-/* A: the accumulator of a group of 64 rows (float for float, as PyTorch),
- * flushed into double accumulators. */
-#define OUTER_SUM(T, A)                                                                  \
+#define PF_ROWS 4 /* rows prefetched ahead: short row segments far apart defeat the hardware prefetcher */
+
+/* the next reduced position's row (row-major over the reduced dims) */
+static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
+    for (int d = pl->nr - 1; d >= 0; d--) {
+        *ptr += pl->rst[d];
+        if (++idx[d] < pl->rs[d]) return;
+        *ptr -= idx[d] * pl->rst[d];
+        idx[d] = 0;
+    }
+}
+
+/* Sums of the block [j0, j0 + bl) of the innermost kept dim (at one outer kept
+ * index) over every reduced position. Rows of the compute type T are read in
+ * place; the others (another dtype, a stride) are gathered and converted
+ * first. Rows are added four at a time into A partials (float for float, as
+ * PyTorch), flushed into W accumulators every 64 rows. */
+#define OUTER_SUM(T, A, W, FIELD)                                                        \
     static void outer_sum_##T(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) { \
         int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;           \
-        int64_t bl = m - j0 < B ? m - j0 : B;                                            \
-        /* the outer kept index ko: its offset over dims 0..nk-2 */                      \
-        int64_t off = 0, rest = ko;                                                      \
-        for (int d = pl->nk - 2; d >= 0; d--) {                                          \
-            off += (rest % pl->ks[d]) * pl->kst[d];                                      \
-            rest /= pl->ks[d];                                                           \
-        }                                                                                \
-        const char *base = pl->in + off + j0 * (int64_t)sizeof(T);                       \
-        double acc[OBLOCK];                                                              \
+        int64_t bl = m - j0 < B ? m - j0 : B, kst = pl->kst[pl->nk - 1];                 \
+        const char *base = pl->in + kept_offset(pl, ko * m) + j0 * kst;                  \
+        bool direct = kst == (int64_t)sizeof(T) && pl->dt == ct_dtype_of_compute[pl->ct]; \
+        W acc[OBLOCK];                                                                   \
         A part[OBLOCK];                                                                  \
+        _Alignas(64) char buf[4][CBLOCK * 8];                                            \
         for (int64_t j = 0; j < bl; j++) acc[j] = 0, part[j] = 0;                        \
-        int nr = pl->nr, groups = 0;                                                     \
-        int64_t idx[CT_MAX_DIMS] = {0};                                                  \
+        int64_t idx[CT_MAX_DIMS] = {0}, pidx[CT_MAX_DIMS] = {0};                         \
+        const char *ptr = base, *pf = base;                                              \
+        for (int k = 0; k < PF_ROWS; k++) row_next(pl, pidx, &pf);                       \
         const T *rows[4];                                                                \
-        int nrows = 0;                                                                   \
+        int nrows = 0, groups = 0;                                                       \
         for (int64_t r = 0; r < pl->nred; r++) {                                         \
-            const char *ptr = base;                                                      \
-            for (int d = 0; d < nr; d++) ptr += idx[d] * pl->rst[d];                     \
-            rows[nrows++] = (const T *)ptr;                                              \
-            if (nrows == 4) {                                                            \
-                const T *restrict a0 = rows[0], *restrict a1 = rows[1];                  \
-                const T *restrict a2 = rows[2], *restrict a3 = rows[3];                  \
-                A *restrict pp = part;                                                   \
-                for (int64_t j = 0; j < bl; j++)                                         \
-                    pp[j] += ((A)a0[j] + (A)a1[j]) + ((A)a2[j] + (A)a3[j]);              \
-                nrows = 0;                                                               \
-                if (++groups == 16) {                                                    \
-                    for (int64_t j = 0; j < bl; j++) acc[j] += (double)part[j], part[j] = 0; \
-                    groups = 0;                                                          \
-                }                                                                        \
+            if (!direct && r + PF_ROWS < pl->nred) {                                     \
+                for (int64_t q = 0; q < bl * kst; q += 64) __builtin_prefetch(pf + q);   \
+                row_next(pl, pidx, &pf);                                                 \
             }                                                                            \
-            for (int d = nr - 1; d >= 0; d--) {                                          \
-                if (++idx[d] < pl->rs[d]) break;                                         \
-                idx[d] = 0;                                                              \
+            rows[nrows] = direct ? (const T *)ptr : gather(buf[nrows], ptr, kst, pl->dt, pl->ct, bl); \
+            row_next(pl, idx, &ptr);                                                     \
+            if (++nrows < 4) continue;                                                   \
+            const T *restrict a0 = rows[0], *restrict a1 = rows[1];                      \
+            const T *restrict a2 = rows[2], *restrict a3 = rows[3];                      \
+            A *restrict pp = part;                                                       \
+            for (int64_t j = 0; j < bl; j++) pp[j] += ((A)a0[j] + (A)a1[j]) + ((A)a2[j] + (A)a3[j]); \
+            nrows = 0;                                                                   \
+            if (++groups == 16) {                                                        \
+                for (int64_t j = 0; j < bl; j++) acc[j] += (W)part[j], part[j] = 0;      \
+                groups = 0;                                                              \
             }                                                                            \
         }                                                                                \
         for (int q = 0; q < nrows; q++) {                                                \
             const T *restrict a0 = rows[q];                                              \
             for (int64_t j = 0; j < bl; j++) part[j] += (A)a0[j];                        \
         }                                                                                \
-        for (int64_t j = 0; j < bl; j++) acc[j] += (double)part[j];                      \
-        int64_t o0 = ko * m + j0;                                                        \
+        for (int64_t j = 0; j < bl; j++) acc[j] += (W)part[j];                           \
         for (int64_t j = 0; j < bl; j++) {                                               \
-            RState s = {.d = acc[j]};                                                    \
-            finish(c, &s, o0 + j, pl->ct);                                               \
+            RState s = {0};                                                              \
+            s.FIELD = acc[j];                                                            \
+            finish(c, &s, ko * m + j0 + j, pl->ct);                                      \
         }                                                                                \
     }
-OUTER_SUM(float, float)
-OUTER_SUM(double, double)
-
-/* The same for inputs of another dtype than the compute one (float16,
- * bfloat16, integers, bool) or rows with a stride: each row segment is
- * gathered and converted into a buffer, then added into double or int64
- * accumulators. */
-static void outer_sum_conv(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) {
-    int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;
-    int64_t bl = m - j0 < B ? m - j0 : B, es = pl->kst[pl->nk - 1];
-    int64_t off = 0, rest = ko;
-    for (int d = pl->nk - 2; d >= 0; d--) {
-        off += (rest % pl->ks[d]) * pl->kst[d];
-        rest /= pl->ks[d];
-    }
-    const char *base = pl->in + off + j0 * es;
-    bool ints = pl->ct == CT_I64;
-    double acc[CBLOCK];
-    uint64_t iacc[CBLOCK];
-    _Alignas(64) char buf[CBLOCK * 8];
-    for (int64_t j = 0; j < bl; j++) acc[j] = 0, iacc[j] = 0;
-    int nr = pl->nr;
-    int64_t idx[CT_MAX_DIMS] = {0};
-    for (int64_t r = 0; r < pl->nred; r++) {
-        const char *ptr = base;
-        for (int d = 0; d < nr; d++) ptr += idx[d] * pl->rst[d];
-        const void *tmp = gather(buf, ptr, es, pl->dt, pl->ct, bl);
-        if (ints) {
-            const int64_t *restrict t = (const int64_t *)tmp;
-            for (int64_t j = 0; j < bl; j++) iacc[j] += (uint64_t)t[j];
-        } else if (pl->ct == CT_F32) {
-            const float *restrict t = (const float *)tmp;
-            for (int64_t j = 0; j < bl; j++) acc[j] += (double)t[j];
-        } else {
-            const double *restrict t = (const double *)tmp;
-            for (int64_t j = 0; j < bl; j++) acc[j] += t[j];
-        }
-        for (int d = nr - 1; d >= 0; d--) {
-            if (++idx[d] < pl->rs[d]) break;
-            idx[d] = 0;
-        }
-    }
-    int64_t o0 = ko * m + j0;
-    for (int64_t j = 0; j < bl; j++) {
-        RState s = {.d = acc[j], .v = (int64_t)iacc[j]};
-        finish(c, &s, o0 + j, pl->ct);
-    }
-}
+OUTER_SUM(float, float, double, d)
+OUTER_SUM(double, double, double, d)
+OUTER_SUM(int64_t, uint64_t, uint64_t, v)
 
 static void run_outer(const RPlan *pl, const RCtx *c) {
     int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m;
@@ -425,7 +393,7 @@ static void run_outer(const RPlan *pl, const RCtx *c) {
     if (B < 64) B = m < 64 ? m : 64;
     int64_t nb = (m + B - 1) / B, units = outer * nb;
     void (*f)(const RPlan *, const RCtx *, int64_t, int64_t, int64_t) =
-        conv ? outer_sum_conv : pl->dt == CT_FLOAT32 ? outer_sum_float : outer_sum_double;
+        pl->ct == CT_F32 ? outer_sum_float : pl->ct == CT_F64 ? outer_sum_double : outer_sum_int64_t;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif

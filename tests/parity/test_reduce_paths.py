@@ -136,3 +136,31 @@ def test_last_dim_rows(dtype, shape):
                         what="var(-1): ")
         ct.assert_close(ct.check(lib.ct_logsumexp(h, da, nd, False)), x.logsumexp(-1), rtol=1e-5, atol=1e-5,
                         what="logsumexp(-1): ")
+
+
+def outer_inputs(dtype):
+    """Sums across the innermost kept dim: rows read in place, gathered with a
+    stride of two or three elements, reduced over one or two (uncoalescable)
+    dims, broadcast rows; counts of rows around the 4-row groups and 64-row
+    flushes, widths around the vector width and the gathered block (1024)."""
+    for nred, m in [(2, 8), (5, 33), (67, 17), (300, 1025), (129, 2049)]:
+        yield f"{nred}x{m}", rand((nred, m), dtype), (0,)
+        yield f"{nred}x{m}[:, ::2]", rand((nred, 2 * m), dtype)[:, ::2], (0,)
+        yield f"{nred}x{m}[:, ::3]", rand((nred, 3 * m), dtype)[:, ::3], (0,)
+    yield "3x9x40[:, :7, ::2]", rand((3, 9, 80), dtype)[:, :7, ::2], (0, 1)
+    yield "5x4x70 (0, 1)", rand((5, 4, 70), dtype), (0, 1)
+    yield "expand", rand((1, 70), dtype).expand(50, 70), (0,)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
+def test_outer_sums(dtype):
+    for name, x, ds in outer_inputs(dtype):
+        h = ct.from_torch(x)
+        rtol, atol = tol(dtype)
+        atol *= (x.numel() / x.shape[-1]) ** 0.5
+        da, nd = dims(*ds)
+        ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(ds), rtol=rtol, atol=atol,
+                        what=f"{name} sum{ds}: ")
+        if dtype.is_floating_point:
+            ct.assert_close(ct.check(lib.ct_mean_dims(h, da, nd, False)), x.mean(ds), rtol=rtol, atol=atol,
+                            what=f"{name} mean{ds}: ")
