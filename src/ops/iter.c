@@ -10,7 +10,11 @@
  *   4. walk each thread's range along the inner dimension. Operands that are
  *      contiguous and of the kernel's dtype are passed straight to the kernel;
  *      the others (strided, broadcast, another dtype) are gathered into small
- *      per-thread buffers first, and the output scattered back.
+ *      per-thread buffers first, and the output scattered back. An input
+ *      whose unit stride is along another dim than the output's (a.t() + b)
+ *      makes the loop go over 2-d tiles instead, that input gathered a tile at
+ *      a time through an in-register transpose (the one of the transposed
+ *      copy, at_copy_, which lives here too).
  * Kernels therefore only ever see contiguous arrays of one dtype: plain loops
  * the compiler vectorises. The kernel is chosen once per call. */
 #include "ops/ops.h"
@@ -31,6 +35,8 @@ typedef struct {
     char *data[MAXOPS];
     ct_dtype dtype[MAXOPS];               /* operands' storage dtypes */
     ct_dtype want[MAXOPS];                /* the dtypes the kernel sees */
+    bool tiled;                           /* the tiled loop (plan_tiles) */
+    bool tr[MAXOPS];                      /* in the tiled loop: gathered a tile at a time */
 } Plan;
 
 /* ---- type promotion: PyTorch's ResultTypeState ---- */
@@ -255,59 +261,263 @@ static void reorder_and_coalesce(Plan *pl, const int64_t *shape, int ndim) {
     for (int k = 0; k < pl->nops; k++) memcpy(pl->stride[k], st[k], sizeof st[k]);
 }
 
+/* ---- transposed tiles (the transposed copy and the tiled loop) ---- */
+
+/* t().contiguous() and other permutes: a copy into a contiguous dst from a src
+ * whose unit-stride dim k is not the last one. Through the engine it would
+ * gather one element per cache line; instead, for every index of the other
+ * dims, transpose dims k and n-1 in square tiles that stay in cache: out[i*ldo
+ * + j] = in[j*ldi + i], i along dim k (R of them), j along dim n-1 (C). Tiles
+ * go in src order (src rows stream in); inside them, 16x16 (4-byte), 8x8
+ * (8-byte) and 32x16 (2-byte) blocks are transposed in registers, and large
+ * outputs are written with streaming stores (whole lines, no read for
+ * ownership). */
+#define TILE 64
+#define STREAM_BYTES ((size_t)8 << 20) /* outputs from 8 MiB: streaming stores */
+
+typedef struct {
+    int64_t R, C, ldi, ldo;
+    bool stream;
+} TrGeom;
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+static inline void store16(float *p, __m512 v, bool stream) {
+    if (stream) _mm512_stream_ps(p, v);
+    else _mm512_storeu_ps(p, v);
+}
+/* 16 rows of 16 floats (stride ldi) -> 16 rows of stride ldo, transposed */
+static inline void block_4(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
+    const float *in = src;
+    float *out = dst;
+    __m512 r[16], t[16];
+    for (int k = 0; k < 16; k++) r[k] = _mm512_loadu_ps(in + k * ldi);
+    for (int k = 0; k < 16; k += 2)
+        t[k] = _mm512_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
+    for (int k = 0; k < 16; k += 4) {
+        r[k] = _mm512_shuffle_ps(t[k], t[k + 2], 0x44), r[k + 1] = _mm512_shuffle_ps(t[k], t[k + 2], 0xEE);
+        r[k + 2] = _mm512_shuffle_ps(t[k + 1], t[k + 3], 0x44), r[k + 3] = _mm512_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+    }
+    for (int q = 0; q < 16; q += 8)
+        for (int k = 0; k < 4; k++) {
+            t[q + k] = _mm512_shuffle_f32x4(r[q + k], r[q + k + 4], 0x88);
+            t[q + k + 4] = _mm512_shuffle_f32x4(r[q + k], r[q + k + 4], 0xDD);
+        }
+    for (int k = 0; k < 8; k++) {
+        store16(out + k * ldo, _mm512_shuffle_f32x4(t[k], t[k + 8], 0x88), stream);
+        store16(out + (k + 8) * ldo, _mm512_shuffle_f32x4(t[k], t[k + 8], 0xDD), stream);
+    }
+}
+static inline void store8(double *p, __m512d v, bool stream) {
+    if (stream) _mm512_stream_pd(p, v);
+    else _mm512_storeu_pd(p, v);
+}
+/* 8 rows of 8 doubles (stride ldi) -> 8 rows of stride ldo, transposed */
+static inline void block_8(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
+    const double *in = src;
+    double *out = dst;
+    __m512d r[8], t[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm512_loadu_pd(in + k * ldi);
+    for (int k = 0; k < 8; k += 2)
+        t[k] = _mm512_unpacklo_pd(r[k], r[k + 1]), t[k + 1] = _mm512_unpackhi_pd(r[k], r[k + 1]);
+    for (int q = 0; q < 8; q += 4) /* t[q], t[q+2] hold even columns, t[q+1], t[q+3] odd ones */
+        for (int k = 0; k < 2; k++) {
+            r[q + 2 * k] = _mm512_shuffle_f64x2(t[q + k], t[q + k + 2], 0x88);
+            r[q + 2 * k + 1] = _mm512_shuffle_f64x2(t[q + k], t[q + k + 2], 0xDD);
+        }
+    /* r[0]: cols 0,4 of rows 0-3; r[1]: 2,6; r[2]: 1,5; r[3]: 3,7; r[4..7] the same of rows 4-7 */
+    static const int col[4] = {0, 2, 1, 3};
+    for (int k = 0; k < 4; k++) {
+        store8(out + col[k] * ldo, _mm512_shuffle_f64x2(r[k], r[k + 4], 0x88), stream);
+        store8(out + (col[k] + 4) * ldo, _mm512_shuffle_f64x2(r[k], r[k + 4], 0xDD), stream);
+    }
+}
+/* 8 rows of 16 16-bit values -> per 128-bit lane, the 8x8 transpose: x[c]
+ * holds column c of the 8 rows in its low lane, column c + 8 in its high one */
+static inline void lanes8x8_2(const uint16_t *in, int64_t ldi, __m256i x[8]) {
+    __m256i r[8], t[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_si256((const __m256i *)(in + k * ldi));
+    for (int k = 0; k < 8; k += 2)
+        t[k] = _mm256_unpacklo_epi16(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_epi16(r[k], r[k + 1]);
+    for (int q = 0; q < 8; q += 4) /* r[q + c]: columns 2c and 2c+1 of rows q..q+3 */
+        for (int k = 0; k < 2; k++) {
+            r[q + 2 * k] = _mm256_unpacklo_epi32(t[q + k], t[q + k + 2]);
+            r[q + 2 * k + 1] = _mm256_unpackhi_epi32(t[q + k], t[q + k + 2]);
+        }
+    for (int c = 0; c < 4; c++)
+        x[2 * c] = _mm256_unpacklo_epi64(r[c], r[c + 4]), x[2 * c + 1] = _mm256_unpackhi_epi64(r[c], r[c + 4]);
+}
+static inline void store32b(uint16_t *p, __m256i v, bool stream) {
+    if (stream) _mm256_stream_si256((__m256i *)p, v);
+    else _mm256_storeu_si256((__m256i *)p, v);
+}
+/* 32 rows of 16 16-bit values (stride ldi) -> 16 rows of 32 (stride ldo):
+ * whole 64-byte output lines, as the 4- and 8-byte blocks write */
+static inline void block_2(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
+    const uint16_t *in = src;
+    uint16_t *out = dst;
+    __m256i x[4][8]; /* x[q]: src rows 8q..8q+7 */
+    for (int q = 0; q < 4; q++) lanes8x8_2(in + 8 * q * ldi, ldi, x[q]);
+    for (int k = 0; k < 8; k++) { /* both halves of a line one after the other */
+        store32b(out + k * ldo, _mm256_permute2x128_si256(x[0][k], x[1][k], 0x20), stream);
+        store32b(out + k * ldo + 16, _mm256_permute2x128_si256(x[2][k], x[3][k], 0x20), stream);
+    }
+    for (int k = 0; k < 8; k++) {
+        store32b(out + (k + 8) * ldo, _mm256_permute2x128_si256(x[0][k], x[1][k], 0x31), stream);
+        store32b(out + (k + 8) * ldo + 16, _mm256_permute2x128_si256(x[2][k], x[3][k], 0x31), stream);
+    }
+}
+#define SIMD_BI_4 16
+#define SIMD_BJ_4 16
+#define SIMD_BI_8 8
+#define SIMD_BJ_8 8
+#define SIMD_BI_2 16
+#define SIMD_BJ_2 32
+#define SFENCE() _mm_sfence()
+#else
+#define block_2 NULL
+#define block_4 NULL
+#define block_8 NULL
+#define SIMD_BI_2 1 /* 1: no SIMD blocks */
+#define SIMD_BJ_2 1
+#define SIMD_BI_4 1
+#define SIMD_BJ_4 1
+#define SIMD_BI_8 1
+#define SIMD_BJ_8 1
+#define SFENCE() ((void)0)
+#endif
+#define block_1 NULL
+#define SIMD_BI_1 1
+#define SIMD_BJ_1 1
+
+/* One tile [i0, i1) x [j0, j1), one function per element size: the SIMD
+ * blocks that fit, then the rest element by element. */
+#define TR_TILE(T, ES)                                                                   \
+    static void tile_##ES(const char *s, char *d, const TrGeom *g, int64_t i0, int64_t i1, \
+                          int64_t j0, int64_t j1) {                                      \
+        const T *in = (const T *)s;                                                      \
+        T *out = (T *)d;                                                                 \
+        const int BI = SIMD_BI_##ES, BJ = SIMD_BJ_##ES; /* SIMD block: BJ src rows x BI */ \
+        int64_t ib = i0, jb = j0; /* the ends of the SIMD part */                        \
+        void (*blk)(const void *, int64_t, void *, int64_t, bool) = block_##ES;          \
+        if (BI > 1 && blk) {                                                             \
+            ib = i0 + (i1 - i0) / BI * BI, jb = j0 + (j1 - j0) / BJ * BJ;                \
+            for (int64_t j = j0; j < jb; j += BJ)                                        \
+                for (int64_t i = i0; i < ib; i += BI)                                    \
+                    blk(in + j * g->ldi + i, g->ldi, out + i * g->ldo + j, g->ldo, g->stream); \
+        }                                                                                \
+        for (int64_t i = i0; i < i1; i++)                                                \
+            for (int64_t j = i < ib ? jb : j0; j < j1; j++) out[i * g->ldo + j] = in[j * g->ldi + i]; \
+    }
+TR_TILE(uint8_t, 1)
+TR_TILE(uint16_t, 2)
+TR_TILE(uint32_t, 4)
+TR_TILE(uint64_t, 8)
+
+typedef void (*tile_fn)(const char *, char *, const TrGeom *, int64_t, int64_t, int64_t, int64_t);
+static tile_fn transpose_tile(int64_t es) { return es == 1 ? tile_1 : es == 2 ? tile_2 : es == 4 ? tile_4 : tile_8; }
+
 /* ---- the loop ---- */
 
+/* n elements of es bytes, byte strides ds and ss (ss 0: one element repeated) */
+static void strided_copy(char *dst, int64_t ds, const char *src, int64_t ss, int64_t es, int64_t n) {
+    switch (es) {
+#define STRIDED(T)                                                                       \
+    for (int64_t i = 0; i < n; i++) *(T *)(dst + i * ds) = *(const T *)(src + i * ss);   \
+    break;
+    case 1: STRIDED(uint8_t)
+    case 2: STRIDED(uint16_t)
+    case 4: STRIDED(uint32_t)
+    default: STRIDED(uint64_t)
+#undef STRIDED
+    }
+}
+
+static _Thread_local _Alignas(64) char buffers[MAXOPS][CHUNK * 8], scratch[CHUNK * 8];
+
+/* n elements of an operand (dtype sd, byte stride `stride`) into dst,
+ * contiguous in dtype dd. Strided elements are collected in their own dtype
+ * first and converted together (the vectorised conversions of c10_convert). */
 static void gather(char *dst, ct_dtype dd, const char *src, int64_t stride, ct_dtype sd, int64_t n) {
     int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[dd];
     if (stride == es) {
         c10_convert(dst, dd, src, sd, n);
     } else if (stride == 0) { /* a broadcast element: convert once, then fill */
         c10_convert(dst, dd, src, sd, 1);
-        switch (ed) {
-#define REPEAT(T)                                                                        \
-    for (int64_t i = 1; i < n; i++) ((T *)dst)[i] = ((T *)dst)[0];                       \
-    break;
-        case 1: REPEAT(uint8_t)
-        case 2: REPEAT(uint16_t)
-        case 4: REPEAT(uint32_t)
-        default: REPEAT(uint64_t)
-#undef REPEAT
-        }
-    } else if (dd == sd) {
-        switch (es) {
-#define STRIDED(T)                                                                       \
-    for (int64_t i = 0; i < n; i++) ((T *)dst)[i] = *(const T *)(src + i * stride);      \
-    break;
-        case 1: STRIDED(uint8_t)
-        case 2: STRIDED(uint16_t)
-        case 4: STRIDED(uint32_t)
-        default: STRIDED(uint64_t)
-        }
+        strided_copy(dst + ed, ed, dst, 0, ed, n - 1);
     } else {
-        for (int64_t i = 0; i < n; i++) c10_convert(dst + i * ed, dd, src + i * stride, sd, 1);
+        char *tmp = dd == sd ? dst : scratch;
+        strided_copy(tmp, es, src, stride, es, n);
+        if (tmp != dst) c10_convert(dst, dd, tmp, sd, n);
     }
 }
 
 static void scatter(char *dst, ct_dtype dd, int64_t stride, const char *src, ct_dtype sd, int64_t n) {
-    int64_t es = (int64_t)c10_elsize[sd], ed = (int64_t)c10_elsize[dd];
+    int64_t ed = (int64_t)c10_elsize[dd];
     if (stride == ed) {
         c10_convert(dst, dd, src, sd, n);
-    } else if (dd == sd) {
-        switch (ed) {
-#define SCATTERED(T)                                                                     \
-    for (int64_t i = 0; i < n; i++) *(T *)(dst + i * stride) = ((const T *)src)[i];      \
-    break;
-        case 1: SCATTERED(uint8_t)
-        case 2: SCATTERED(uint16_t)
-        case 4: SCATTERED(uint32_t)
-        default: SCATTERED(uint64_t)
-        }
-    } else {
-        for (int64_t i = 0; i < n; i++) c10_convert(dst + i * stride, dd, src + i * es, sd, 1);
+        return;
+    }
+    if (dd != sd) {
+        c10_convert(scratch, dd, src, sd, n);
+        src = scratch;
+    }
+    strided_copy(dst, stride, src, ed, ed, n);
+}
+
+/* The lines of the n bytes at p: the same row of the next tile, fetched
+ * ahead (the hardware prefetchers do not follow a tile's short rows). A macro:
+ * gcc takes a function of nothing but prefetches for a const one, and drops
+ * its calls. p may be past the tensor: prefetches do not fault. */
+#define PREFETCH(p, n, rw)                                                       \
+    for (int64_t b_ = 0; b_ < (n); b_ += 64) __builtin_prefetch((p) + b_, rw)
+
+/* The tile of an operand whose unit stride is along dim 1: m0 rows of m1
+ * elements in memory, rows s0 bytes apart (and those of the next tile
+ * `ahead` bytes on, prefetched); into dst transposed, m1 rows of m0 elements
+ * in dtype dd: the transposed copy's tiles, then one conversion. */
+static void gather_tile(char *dst, ct_dtype dd, const char *src, int64_t s0, ct_dtype sd, int64_t m0, int64_t m1,
+                        int64_t ahead) {
+    int64_t es = (int64_t)c10_elsize[sd];
+    if (ahead)
+        for (int64_t i = 0; i < m0; i++) PREFETCH(src + i * s0 + ahead, m1 * es, 0);
+    char *tmp = dd == sd ? dst : scratch;
+    TrGeom g = {m1, m0, s0 / es, m0, false};
+    transpose_tile(es)(src, tmp, &g, 0, m1, 0, m0);
+    if (tmp != dst) c10_convert(dst, dd, tmp, sd, m0 * m1);
+}
+
+static void find_direct(const Plan *pl, bool *direct, bool *all_direct) {
+    *all_direct = true;
+    for (int k = 0; k < pl->nops; k++) {
+        direct[k] = pl->dtype[k] == pl->want[k] && pl->stride[k][0] == (int64_t)c10_elsize[pl->want[k]];
+        *all_direct &= direct[k];
     }
 }
 
-static _Thread_local _Alignas(64) char buffers[MAXOPS][CHUNK * 8];
+/* One row of n elements along dim 0 from the operands' positions ptr[]: the
+ * kernel on the direct operands in place and on buffers for the others
+ * (rows of a tile already gathered: tile[k], else gathered here). ahead[k]:
+ * prefetch distances of contiguous rows (NULL: none). */
+static void run_row(const Plan *pl, char *const *ptr, const bool *direct, char *const *tile, const int64_t *ahead,
+                    int64_t n, ew_kernel kernel, const double *s) {
+    char *p[MAXOPS];
+    for (int k = 0; k < pl->nops; k++) {
+        int64_t es = (int64_t)c10_elsize[pl->dtype[k]];
+        if (ahead && ahead[k] && !tile[k] && pl->stride[k][0] == es) {
+            if (k) PREFETCH(ptr[k] + ahead[k], n * es, 0);
+            else PREFETCH(ptr[k] + ahead[k], n * es, 1);
+        }
+        if (direct[k]) p[k] = ptr[k];
+        else if (tile[k]) p[k] = tile[k];
+        else {
+            p[k] = buffers[k];
+            if (k > 0) gather(buffers[k], pl->want[k], ptr[k], pl->stride[k][0], pl->dtype[k], n);
+        }
+    }
+    kernel(n, p, s);
+    if (!direct[0]) scatter(ptr[0], pl->dtype[0], pl->stride[0][0], buffers[0], pl->want[0], n);
+}
 
 static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kernel, const double *s) {
     int64_t idx[CT_MAX_DIMS];
@@ -316,31 +526,18 @@ static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kern
         idx[d] = rest % pl->shape[d];
         rest /= pl->shape[d];
     }
-    bool direct[MAXOPS], all_direct = true;
-    for (int k = 0; k < pl->nops; k++) {
-        direct[k] = pl->dtype[k] == pl->want[k] && pl->stride[k][0] == (int64_t)c10_elsize[pl->want[k]];
-        all_direct &= direct[k];
-    }
-    char *p[MAXOPS];
+    bool direct[MAXOPS], all_direct;
+    find_direct(pl, direct, &all_direct);
+    char *ptr[MAXOPS], *none[MAXOPS] = {0};
     while (begin < end) {
         int64_t n = pl->shape[0] - idx[0];
         if (n > end - begin) n = end - begin;
         if (!all_direct && n > CHUNK) n = CHUNK;
         for (int k = 0; k < pl->nops; k++) {
-            char *ptr = pl->data[k];
-            for (int d = 0; d < pl->ndim; d++) ptr += idx[d] * pl->stride[k][d];
-            if (direct[k]) p[k] = ptr;
-            else {
-                p[k] = buffers[k];
-                if (k > 0) gather(buffers[k], pl->want[k], ptr, pl->stride[k][0], pl->dtype[k], n);
-            }
+            ptr[k] = pl->data[k];
+            for (int d = 0; d < pl->ndim; d++) ptr[k] += idx[d] * pl->stride[k][d];
         }
-        kernel(n, p, s);
-        if (!direct[0]) {
-            char *ptr = pl->data[0];
-            for (int d = 0; d < pl->ndim; d++) ptr += idx[d] * pl->stride[0][d];
-            scatter(ptr, pl->dtype[0], pl->stride[0][0], buffers[0], pl->want[0], n);
-        }
+        run_row(pl, ptr, direct, none, NULL, n, kernel, s);
         begin += n;
         idx[0] += n;
         for (int d = 0; d < pl->ndim - 1 && idx[d] == pl->shape[d]; d++) {
@@ -350,20 +547,92 @@ static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kern
     }
 }
 
+/* ---- tiles: operands whose inner strides disagree ----
+ * a.t() + b: the output follows a.t(), so along dim 0 b's elements are a row
+ * apart, and the row-by-row loop would read one element per cache line. When
+ * an input is unit-stride along another dim, that dim becomes dim 1 and the
+ * loop goes over TB0 x TB1 tiles of dims 0 and 1: such inputs are gathered a
+ * tile at a time, transposed (every line they touch is used whole), and the
+ * kernel runs along dim 0 on each row of the tile. */
+#define TB0 64
+#define TB1 (CHUNK / TB0)
+
+static bool transposed_input(const Plan *pl, int k, int d) {
+    int64_t es = (int64_t)c10_elsize[pl->dtype[k]];
+    return pl->stride[k][d] == es && pl->stride[k][0] != es && pl->stride[k][0] != 0;
+}
+
+/* Decides the tiled loop (pl->tiled) and the inputs gathered by tiles. */
+static void plan_tiles(Plan *pl) {
+    pl->tiled = false;
+    if (pl->ndim < 2) return;
+    int d1 = 0;
+    for (int k = 1; k < pl->nops && !d1; k++)
+        for (int d = 1; d < pl->ndim && !d1; d++)
+            if (transposed_input(pl, k, d)) d1 = d;
+    if (!d1) return;
+    int64_t t = pl->shape[1]; /* dims >= 1 go in any order: d1 becomes dim 1 */
+    pl->shape[1] = pl->shape[d1], pl->shape[d1] = t;
+    for (int k = 0; k < pl->nops; k++) t = pl->stride[k][1], pl->stride[k][1] = pl->stride[k][d1], pl->stride[k][d1] = t;
+    for (int k = 0; k < pl->nops; k++) pl->tr[k] = k > 0 && transposed_input(pl, k, 1);
+    pl->tiled = true;
+}
+
+static int64_t tile_count(const Plan *pl) {
+    int64_t n = ((pl->shape[0] + TB0 - 1) / TB0) * ((pl->shape[1] + TB1 - 1) / TB1);
+    for (int d = 2; d < pl->ndim; d++) n *= pl->shape[d];
+    return n;
+}
+
+static void run_tiles(const Plan *pl, int64_t begin, int64_t end, ew_kernel kernel, const double *s) {
+    bool direct[MAXOPS], all_direct;
+    find_direct(pl, direct, &all_direct);
+    int64_t n0 = (pl->shape[0] + TB0 - 1) / TB0, n1 = (pl->shape[1] + TB1 - 1) / TB1;
+    for (int64_t t = begin; t < end; t++) {
+        int64_t r = t / n0, i0 = t % n0 * TB0, j0 = r % n1 * TB1;
+        r /= n1;
+        int64_t m0 = pl->shape[0] - i0 < TB0 ? pl->shape[0] - i0 : TB0;
+        int64_t m1 = pl->shape[1] - j0 < TB1 ? pl->shape[1] - j0 : TB1;
+        char *ptr[MAXOPS], *tile[MAXOPS];
+        int64_t ahead[MAXOPS]; /* to the next tile, within these dims */
+        bool last = t + 1 == end;
+        for (int k = 0; k < pl->nops; k++) {
+            ptr[k] = pl->data[k] + i0 * pl->stride[k][0] + j0 * pl->stride[k][1];
+            ahead[k] = last || i0 + TB0 >= pl->shape[0] ? 0 : TB0 * pl->stride[k][0];
+        }
+        for (int d = 2; d < pl->ndim; d++, r /= pl->shape[d - 1])
+            for (int k = 0; k < pl->nops; k++) ptr[k] += r % pl->shape[d] * pl->stride[k][d];
+        for (int k = 0; k < pl->nops; k++) {
+            tile[k] = NULL;
+            if (!pl->tr[k]) continue;
+            tile[k] = buffers[k];
+            gather_tile(buffers[k], pl->want[k], ptr[k], pl->stride[k][0], pl->dtype[k], m0, m1, ahead[k]);
+        }
+        for (int64_t j = 0; j < m1; j++) {
+            run_row(pl, ptr, direct, tile, ahead, m0, kernel, s);
+            for (int k = 0; k < pl->nops; k++) {
+                ptr[k] += pl->stride[k][1];
+                if (tile[k]) tile[k] += m0 * (int64_t)c10_elsize[pl->want[k]];
+            }
+        }
+    }
+}
+
 static void run_plan(const Plan *pl, int64_t numel, ew_kernel kernel, const double *s) {
+    void (*range)(const Plan *, int64_t, int64_t, ew_kernel, const double *) = pl->tiled ? run_tiles : run_range;
+    int64_t total = pl->tiled ? tile_count(pl) : numel;
 #ifdef _OPENMP
     int nt = numel >= GRAIN && !omp_in_parallel() ? omp_get_max_threads() : 1;
     if (nt > 1) {
 #pragma omp parallel num_threads(nt)
         {
             int id = omp_get_thread_num(), n = omp_get_num_threads();
-            int64_t lo = numel * id / n, hi = numel * (id + 1) / n;
-            run_range(pl, lo, hi, kernel, s);
+            range(pl, total * id / n, total * (id + 1) / n, kernel, s);
         }
         return;
     }
 #endif
-    run_range(pl, 0, numel, kernel, s);
+    range(pl, 0, total, kernel, s);
 }
 
 /* The common case without planning: a contiguous output and inputs that are
@@ -375,6 +644,7 @@ static bool simple_plan(const ElementwiseSpec *spec, TensorImpl *const *in, Tens
     Plan pl;
     pl.nops = spec->ninputs + 1;
     pl.ndim = 1;
+    pl.tiled = false;
     pl.shape[0] = o->numel;
     pl.data[0] = c10_data(o);
     pl.dtype[0] = o->dtype;
@@ -482,8 +752,67 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
             pl.want[k + 1] = spec->in_dtype;
         }
         reorder_and_coalesce(&pl, shape, ndim);
+        plan_tiles(&pl);
         run_plan(&pl, o->numel, kernel, s);
     }
     *out = o;
     return 0;
+}
+
+/* ---- copy_ ---- */
+
+/* Copy kernel: the engine has already converted src to dst's dtype. */
+static void copy_kernel(int64_t n, char **p, const double *s) {
+    memcpy(p[0], p[1], (size_t)n * (size_t)s[0]);
+}
+
+static bool copy_transposed(TensorImpl *dst, const TensorImpl *src) {
+    int n = src->ndim, k = -1;
+    if (dst->dtype != src->dtype || !dst->is_contiguous || n < 2 || dst->numel < 4096 ||
+        dst->device == CT_META || src->storage == dst->storage)
+        return false;
+    for (int d = 0; d < n - 1; d++)
+        if (src->sizes[d] > 1 && src->strides[d] == 1) k = d;
+    if (k < 0 || src->sizes[n - 1] < 2 || src->strides[n - 1] < 2) return false;
+    int64_t es = (int64_t)c10_elsize[dst->dtype];
+    TrGeom g = {src->sizes[k], src->sizes[n - 1], src->strides[n - 1], dst->strides[k], false};
+    /* streaming stores: a large output whose SIMD rows are whole aligned lines */
+    g.stream = (size_t)(dst->numel * es) >= STREAM_BYTES && (g.ldo * es) % 64 == 0 &&
+               (uintptr_t)c10_data(dst) % 64 == 0;
+    tile_fn tile = transpose_tile(es);
+    const char *s = c10_data(src);
+    char *d = c10_data(dst);
+    int64_t ti = (g.R + TILE - 1) / TILE, tj = (g.C + TILE - 1) / TILE;
+    int64_t nbatch = dst->numel / (g.R * g.C), ntiles = nbatch * ti * tj;
+    OMP(omp parallel for schedule(static) if (dst->numel > 65536))
+    for (int64_t t = 0; t < ntiles; t++) {
+        int64_t b = t / (ti * tj), r = t % (ti * tj), j0 = r / ti * TILE, i0 = r % ti * TILE;
+        int64_t so = 0, dof = 0; /* offsets of batch b over the other dims */
+        for (int q = n - 2; q >= 0; q--) {
+            if (q == k) continue;
+            int64_t c = b % src->sizes[q];
+            b /= src->sizes[q];
+            so += c * src->strides[q], dof += c * dst->strides[q];
+        }
+        tile(s + so * es, d + dof * es, &g, i0, i0 + TILE < g.R ? i0 + TILE : g.R, j0,
+             j0 + TILE < g.C ? j0 + TILE : g.C);
+        if (g.stream) SFENCE();
+    }
+    return true;
+}
+
+int at_copy_(TensorImpl *dst, const TensorImpl *src) {
+    if (!at_same_device("copy_", dst, src)) return -1;
+    double es = (double)c10_elsize[dst->dtype];
+    ElementwiseSpec spec = {"copy_", 1, dst->dtype, dst->dtype, dst->dtype};
+    TensorImpl *in[1] = {(TensorImpl *)src}, *o = dst;
+    /* copying a tensor onto itself is a no-op, as in PyTorch */
+    if (src->storage == dst->storage && src->offset == dst->offset && src->dtype == dst->dtype &&
+        src->ndim == dst->ndim && !memcmp(src->sizes, dst->sizes, sizeof(int64_t) * (size_t)src->ndim) &&
+        !memcmp(src->strides, dst->strides, sizeof(int64_t) * (size_t)src->ndim))
+        return 0;
+    if (src->ndim == dst->ndim && !memcmp(src->sizes, dst->sizes, sizeof(int64_t) * (size_t)src->ndim) &&
+        copy_transposed(dst, src))
+        return 0;
+    return ew_run(&spec, in, &o, copy_kernel, &es);
 }

@@ -1,0 +1,192 @@
+"""Parity of the elementwise engine's loops with PyTorch, bit for bit, on the
+layouts that do not reach the kernels as contiguous rows: the tiled loop (an
+input whose unit stride is along another dim than the output's: a.t() + b,
+3-d permutes, broadcasts beside them, in-place forms with a transposed self),
+and strided or broadcast operands whose dtype the kernel converts (16-bit
+floats and integers through float32/float64 or int64 compute dtypes). Sizes
+are not multiples of the tiles (64 x 32) or of the SIMD transposes, include
+0 and 1, and some are large enough for two threads."""
+from ctypes import c_int, c_void_p
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import lib  # noqa: E402
+
+T = c_void_p
+for _n in ("add", "mul", "sub"):
+    ct.declare("ct_" + _n, T, [T, T])
+    ct.declare("ct_" + _n + "_", c_int, [T, T])
+for _n in ("neg", "sqrt"):
+    ct.declare("ct_" + _n, T, [T])
+    ct.declare("ct_" + _n + "_", c_int, [T])
+ct.declare("ct_where", T, [T, T, T])
+
+pytestmark = ct.requires("ct_add", "ct_add_", "ct_mul", "ct_sqrt", "ct_neg", "ct_where", "ct_copy_")
+
+DTYPES = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+          torch.bfloat16, torch.float32, torch.float64]
+IDS = lambda d: str(d)[6:]  # noqa: E731
+
+
+def values(shape, dtype, seed):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=g).bool()
+    if dtype.is_floating_point:  # many digits, so that a rounding difference shows
+        return (torch.randn(shape, generator=g) * 7).to(dtype)
+    lo, hi = (0, 256) if dtype == torch.uint8 else (-100, 100)
+    return torch.randint(lo, hi, shape, generator=g).to(dtype)
+
+
+def transposed(shape, dtype, seed, perm=None):
+    """A tensor of the given shape whose memory is in another dim order."""
+    n = len(shape)
+    perm = perm or tuple(range(n))[::-1]
+    inv = [perm.index(i) for i in range(n)]
+    base = values(tuple(shape[p] for p in inv), dtype, seed)
+    return base.permute(*perm)
+
+
+def binary(name, x, y):
+    return ct.check(getattr(lib, "ct_" + name)(ct.from_torch(x), ct.from_torch(y)))
+
+
+def torch_binary(name, x, y):
+    if name == "add" and x.dtype == y.dtype == torch.bool:
+        return x | y
+    return getattr(torch, name)(x, y)
+
+
+SHAPES_2D = [(37, 1029), (1029, 37), (300, 301), (64, 32), (65, 33), (1, 200), (200, 1), (0, 7), (7, 0),
+             (3, 2), (2, 300)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_transposed_operand(dtype):
+    """a.t() + b and b + a.t(): the output follows the first operand's layout,
+    so in one of them the tiled input is the second, in the other the first."""
+    for shape in SHAPES_2D:
+        a, b = transposed(shape, dtype, 1), values(shape, dtype, 2)
+        for name in ("add", "mul"):
+            for x, y in ((a, b), (b, a)):
+                want = torch_binary(name, x, y)
+                got = binary(name, x, y)
+                ct.assert_close(got, want, what=f"{name} {shape} {dtype}: ")
+                if 0 not in shape and 1 not in shape:
+                    ct.assert_same_layout(got, want, what=f"{name} {shape}: ")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("perm", [(0, 2, 1), (2, 1, 0), (1, 2, 0), (2, 0, 1), (1, 0, 2)])
+def test_permuted_3d(dtype, perm):
+    shape = (5, 37, 70)
+    a, b = transposed(shape, dtype, 3, perm), values(shape, dtype, 4)
+    ct.assert_close(binary("add", a, b), torch_binary("add", a, b), what=f"permute{perm}: ")
+    ct.assert_close(binary("add", b, a), torch_binary("add", b, a), what=f"permute{perm} second: ")
+    c = transposed(shape, dtype, 5, (2, 0, 1) if perm != (2, 0, 1) else (0, 2, 1))
+    ct.assert_close(binary("add", a, c), torch_binary("add", a, c), what=f"permute{perm} + other permute: ")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_broadcast_beside_transposed(dtype):
+    a = transposed((37, 1029), dtype, 6)
+    for other in (values((1029,), dtype, 7), values((37, 1), dtype, 8), values((1, 1029), dtype, 9),
+                  values((), dtype, 10), values((1029,), dtype, 11).expand(37, 1029)):
+        ct.assert_close(binary("add", a, other), torch_binary("add", a, other), what=f"bcast {other.shape}: ")
+        ct.assert_close(binary("add", other, a), torch_binary("add", other, a), what=f"bcast {other.shape} first: ")
+    big = transposed((5, 300, 301), dtype, 12)
+    row = values((300, 1), dtype, 13)
+    ct.assert_close(binary("add", big, row), torch_binary("add", big, row), what="3-d transposed + column: ")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_in_place_transposed_self(dtype):
+    if dtype == torch.bool:
+        pytest.skip("add_ of bool is logical or; mul_ covers it")
+    for shape in [(37, 1029), (300, 301), (1, 50), (0, 5)]:
+        for name in ("add", "mul"):
+            a, b = transposed(shape, dtype, 14), values(shape, dtype, 15)
+            want = getattr(a.clone(), name + "_")(b)  # clone keeps a's strides
+            h, storage = ct.from_torch(a, with_storage=True)
+            ct.check_int(getattr(lib, "ct_" + name + "_")(h, ct.from_torch(b)))
+            ct.assert_close(h, want, what=f"{name}_ {shape} transposed self: ")
+            # contiguous self, transposed other
+            a2, b2 = values(shape, dtype, 16), transposed(shape, dtype, 17)
+            want2 = getattr(a2.clone(), name + "_")(b2)
+            h2 = ct.from_torch(a2)
+            ct.check_int(getattr(lib, "ct_" + name + "_")(h2, ct.from_torch(b2)))
+            ct.assert_close(h2, want2, what=f"{name}_ {shape} transposed other: ")
+
+
+PROMOTIONS = [(torch.float16, torch.float32), (torch.bfloat16, torch.float32), (torch.float16, torch.bfloat16),
+              (torch.int32, torch.float32), (torch.uint8, torch.float16), (torch.int8, torch.int64),
+              (torch.float32, torch.float64), (torch.bool, torch.int16), (torch.int16, torch.bfloat16)]
+
+
+@pytest.mark.parametrize("da,db", PROMOTIONS, ids=lambda d: IDS(d))
+def test_promotion_with_transposed(da, db):
+    for shape in [(37, 1029), (300, 301)]:
+        for x, y in ((values(shape, da, 18), transposed(shape, db, 19)),
+                     (transposed(shape, da, 20), values(shape, db, 21))):
+            for name in ("add", "mul"):
+                want = torch_binary(name, x, y)
+                ct.assert_close(binary(name, x, y), want, what=f"{name} {x.dtype} {y.dtype} {shape}: ")
+                ct.assert_close(binary(name, y, x), torch_binary(name, y, x), what=f"{name} swapped: ")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_strided_slices(dtype):
+    """w[:, ::2] and w[::3, 1::2]: strided rows, converted to the compute dtype."""
+    w = values((300, 602), dtype, 22)
+    b = values((300, 301), dtype, 23)
+    for x in (w[:, ::2], w[:, 1::2]):
+        ct.assert_close(binary("add", x, b), torch_binary("add", x, b), what="::2 slice + b: ")
+        ct.assert_close(binary("add", b, x), torch_binary("add", b, x), what="b + ::2 slice: ")
+    x = w[::3, 1::2]
+    y = values(x.shape, dtype, 24)
+    ct.assert_close(binary("mul", x, y), torch_binary("mul", x, y), what="[::3, 1::2] slice: ")
+    if dtype != torch.bool:  # into a strided output: the scatter converts back
+        want = w.clone()
+        want[:, ::2].add_(b)
+        h, storage = ct.from_torch(w, with_storage=True)
+        view = ct.check(lib.ct_slice(h, 1, 0, 602, 2))
+        ct.check_int(lib.ct_add_(view, ct.from_torch(b)))
+        ct.assert_close(h, want, what="add_ into a ::2 slice: ")
+
+
+def torch_unary(name, x):
+    if x.dtype in (torch.float16, torch.bfloat16) and name == "sqrt":
+        return x.float().sqrt().to(x.dtype)  # torch 1.13 has no CPU half sqrt: float, then rounded
+    return getattr(torch, name)(x)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_unary_layouts(dtype):
+    names = ["sqrt"] + ([] if dtype == torch.bool else ["neg"])
+    w = values((300, 602), dtype, 25)
+    if dtype.is_floating_point:
+        w = w.abs()
+    for x in (w[:, ::2], w[:, :301].t(), w.view(300, 301, 2).permute(2, 1, 0), w[:, ::2].t()):
+        for name in names:
+            got = ct.check(getattr(lib, "ct_" + name)(ct.from_torch(x)))
+            ct.assert_close(got, torch_unary(name, x), what=f"{name} {tuple(x.stride())}: ")
+    if dtype.is_floating_point:  # in place on a transposed and on a strided self
+        for x in (w[:, :301].t(), w[:, ::2]):
+            h = ct.from_torch(x)
+            ct.check_int(lib.ct_sqrt_(h))
+            ct.assert_close(h, torch_unary("sqrt", x), what="sqrt_: ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.int32, torch.float32, torch.float64], ids=IDS)
+def test_where_three_layouts(dtype):
+    """Three inputs: a transposed condition, a strided and a contiguous operand."""
+    cond = transposed((37, 1029), torch.bool, 26)
+    a = values((37, 2058), dtype, 27)[:, ::2]
+    b = transposed((37, 1029), dtype, 28)
+    c = values((37, 1029), dtype, 29)
+    for x, y in ((a, b), (b, c), (c, b)):
+        got = ct.check(lib.ct_where(ct.from_torch(cond), ct.from_torch(x), ct.from_torch(y)))
+        ct.assert_close(got, torch.where(cond, x, y), what="where: ")
