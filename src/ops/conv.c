@@ -13,7 +13,8 @@
  *                         for a given thread count).
  * Stride-1 3x3 convolutions with one group and 8 or more channels each way,
  * in float32/float64, run the forward and the input gradient as Winograd
- * F(2x2, 3x3) instead (16 gemms over the tiles of chunks of samples).
+ * F(4x4, 3x3) instead (36 gemms over blocks of 64 tiles; inputs with inf or
+ * NaN take im2col).
  * Everything computes in float32 (float16, bfloat16), float64 or int64
  * (integers), on contiguous copies in that dtype.
  *
@@ -25,6 +26,9 @@
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+#if defined(__AVX512F__)
+#include <immintrin.h>
 #endif
 
 
@@ -314,144 +318,315 @@ static TensorImpl *run_compute(TensorImpl *out, ct_dtype cd, const TensorImpl *c
     return out;
 }
 
-/* Which samples run in parallel: all of them over threads when there are
- * several and the work (multiply-adds) is worth waking the other threads for. */
-static bool batch_parallel(const ConvGeo *g) {
+/* Whether the work (multiply-adds) is worth waking the other threads for. */
+static bool worth_threads(const ConvGeo *g) {
     double macs = (double)g->N * (double)g->O * (double)(g->Ho * g->Wo) * (double)(g->Cg * g->kh * g->kw);
-    return g->N > 1 && nthreads() > 1 && macs >= 262144.0;
+    return nthreads() > 1 && macs >= 262144.0;
 }
 
-/* ------------------------------------------------- Winograd F(2x2, 3x3)
+/* Which samples run in parallel: all of them over threads when there are several. */
+static bool batch_parallel(const ConvGeo *g) { return g->N > 1 && worth_threads(g); }
+
+/* ------------------------------------------------- Winograd F(4x4, 3x3)
  * A stride-1 3x3 convolution (one group, no dilation) in float32/float64 runs
- * as Winograd's F(2x2, 3x3) (Lavin & Gray, 2015): each 2x2 tile of an output
- * plane is A^T [sum_c (G g G^T) . (B^T d B)] A, d the 4x4 input tile around it
- * and g the 3x3 kernel of (o, c). The channel sums are 16 gemms, one per
- * position e of the 4x4 transformed tile, M[e][O, tiles] = U[e][O, C] @
- * V[e][C, tiles], over the tiles of a chunk of samples: 16 multiplies per
- * tile instead of 36. The transforms only add (and halve the weight), so the
- * rounding stays within a few ulps of the direct sum. The input gradient is
- * the same convolution of grad_output with the weight transposed and flipped,
- * and padding 2 - p. */
-#define WINO_CHUNK_BYTES (1 << 20)
+ * as Winograd's F(4x4, 3x3) (Lavin & Gray, 2015): each 4x4 tile of an output
+ * plane is A^T [sum_c (G g G^T) . (B^T d B)] A, d the 6x6 input tile around it
+ * and g the 3x3 kernel of (o, c). The channel sums are 36 gemms, one per
+ * position e of the 6x6 transformed tile, M[e][O, tiles] = U[e][O, C] @
+ * V[e][C, tiles]: 36 multiplies per 16 outputs instead of 144.
+ *
+ * Rounding: the interpolation points are 0, 1, -1, 1/2, -2 (with 2 in place
+ * of 1/2 the error is 2-3 times larger), U is computed in double and rounded
+ * once, and the gemms sum the channels in blocks of WINO_KB, each block's sum
+ * added to the others (the error then grows with the block, not with C). In
+ * float32 the largest error is a few 1e-6 of the largest |output| (it is
+ * 1e-7 for a direct sum). The input gradient is the same convolution of
+ * grad_output with the weight transposed and flipped, and padding 2 - p.
+ *
+ * The tiles of all the samples are numbered flat (sample, tile row, tile
+ * column) and cut into blocks of WINO_T, spread over the threads: a block's
+ * 6x6 inputs are gathered lane-wise (d[36][WINO_T] per channel) so that both
+ * transforms are plain vector arithmetic over the block's tiles. */
+#define WINO_T 64  /* tiles per block (the lanes of the transforms and of the gemm rows) */
+#define WINO_OB 24 /* output channels per pass of the gemms and the output transform */
+#define WINO_KB 64 /* input channels per partial sum */
 
 typedef struct {
     int64_t N, C, H, W, O, Ho, Wo, ph, pw; /* as run: C input and O output channels */
     bool flip;                              /* weight [C, O, 3, 3], transposed and flipped */
-    int64_t th, tw;                         /* tiles per plane: ceil(Ho / 2) x ceil(Wo / 2) */
+    int64_t th, tw;                         /* tiles per plane: ceil(Ho / 4) x ceil(Wo / 4) */
 } Wino;
 
+/* A run of a block's tiles along one tile row: tiles (i, j .. j + len) of sample n, at lane `at`. */
+typedef struct {
+    int64_t n, i, j, len, at;
+} WinoSeg;
+
+static int wino_segments(const Wino *q, int64_t t0, int64_t t1, WinoSeg *s) {
+    int ns = 0;
+    int64_t P = q->th * q->tw;
+    for (int64_t t = t0; t < t1; ns++) {
+        int64_t r = t % P, j = r % q->tw, len = q->tw - j < t1 - t ? q->tw - j : t1 - t;
+        s[ns] = (WinoSeg){t / P, r / q->tw, j, len, t - t0};
+        t += len;
+    }
+    return ns;
+}
+
+/* G: the kernel transform (rows: the points 0, 1, -1, 1/2, -2, infinity) */
+static const double wino_G[6][3] = {{1, 0, 0},
+                                    {1.0 / 3, 1.0 / 3, 1.0 / 3},
+                                    {-1.0 / 3, 1.0 / 3, -1.0 / 3},
+                                    {-16.0 / 15, -8.0 / 15, -4.0 / 15},
+                                    {1.0 / 15, -2.0 / 15, 4.0 / 15},
+                                    {0, 0, 1}};
+
+/* u[36][WINO_T] = G g G^T in double for the WINO_T kernels g[9][WINO_T] (lanes) */
+static void wino_kernels(const double *restrict g, double *restrict u) {
+    for (int k = 0; k < WINO_T; k++) {
+        double t[6][3];
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 3; j++)
+                t[i][j] = wino_G[i][0] * g[j * WINO_T + k] + wino_G[i][1] * g[(3 + j) * WINO_T + k] +
+                          wino_G[i][2] * g[(6 + j) * WINO_T + k];
+        for (int i = 0; i < 6; i++)
+            for (int m = 0; m < 6; m++)
+                u[(6 * i + m) * WINO_T + k] = t[i][0] * wino_G[m][0] + t[i][1] * wino_G[m][1] + t[i][2] * wino_G[m][2];
+    }
+}
+
+/* Copies and zero fills of a few hundred bytes (the rows of a run of tiles) without a call: masked
+ * stores (which the compiler does not turn back into memcpy calls). */
+#if defined(__AVX512BW__)
+static inline __mmask64 first_bytes(size_t n) { return n >= 64 ? ~0ULL : ~0ULL >> (64 - n); }
+#endif
+
+static inline void copy_small(void *restrict dst, const void *restrict src, size_t n) {
+#if defined(__AVX512BW__)
+    char *d = dst;
+    const char *s = src;
+    for (size_t k = 0; k < n; k += 64)
+        _mm512_mask_storeu_epi8(d + k, first_bytes(n - k), _mm512_maskz_loadu_epi8(first_bytes(n - k), s + k));
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+static inline void zero_small(void *dst, size_t n) {
+#if defined(__AVX512BW__)
+    for (size_t k = 0; k < n; k += 64)
+        _mm512_mask_storeu_epi8((char *)dst + k, first_bytes(n - k), _mm512_setzero_si512());
+#else
+    memset(dst, 0, n);
+#endif
+}
+
 #define WINOGRAD(SUF, T)                                                                                  \
-    /* U[16][O][C] = G g G^T for each kernel g of (o, c) */                                               \
-    static void wino_weight_##SUF(const void *wv, void *Uv, const Wino *q) {                              \
+    /* U[36][O][C] = G g G^T for each kernel g of (o, c), WINO_T at a time in gu[45][WINO_T]; nonzero when a \
+     * value is not finite */                                                                              \
+    static int wino_weight_##SUF(const void *wv, void *Uv, double *gu, const Wino *q) {                    \
         const T *w = wv;                                                                                   \
         T *U = Uv;                                                                                         \
         int64_t OC = q->O * q->C;                                                                          \
-        for (int64_t o = 0; o < q->O; o++)                                                                 \
-            for (int64_t c = 0; c < q->C; c++) {                                                           \
-                T g[9], t[12];                                                                             \
+        int bad = 0;                                                                                       \
+        for (int64_t p0 = 0; p0 < OC; p0 += WINO_T) {                                                      \
+            int64_t n = OC - p0 < WINO_T ? OC - p0 : WINO_T;                                               \
+            for (int64_t l = 0; l < WINO_T; l++) {                                                         \
+                int64_t o = (p0 + l) / q->C, c = (p0 + l) % q->C;                                          \
                 for (int k = 0; k < 9; k++)                                                                \
-                    g[k] = q->flip ? w[(c * q->O + o) * 9 + 8 - k] : w[(o * q->C + c) * 9 + k];            \
-                for (int j = 0; j < 3; j++) { /* t = G g */                                                \
-                    t[j] = g[j];                                                                           \
-                    t[3 + j] = (g[j] + g[3 + j] + g[6 + j]) / 2;                                           \
-                    t[6 + j] = (g[j] - g[3 + j] + g[6 + j]) / 2;                                           \
-                    t[9 + j] = g[6 + j];                                                                   \
-                }                                                                                          \
-                for (int i = 0; i < 4; i++) { /* U = t G^T */                                              \
-                    const T *r = t + 3 * i;                                                                \
-                    T *u = U + 4 * i * OC + o * q->C + c;                                                  \
-                    u[0] = r[0];                                                                           \
-                    u[OC] = (r[0] + r[1] + r[2]) / 2;                                                      \
-                    u[2 * OC] = (r[0] - r[1] + r[2]) / 2;                                                  \
-                    u[3 * OC] = r[2];                                                                      \
-                }                                                                                          \
+                    gu[k * WINO_T + l] = l >= n ? 0 : q->flip ? (double)w[(c * q->O + o) * 9 + 8 - k]      \
+                                                              : (double)w[(p0 + l) * 9 + k];               \
             }                                                                                              \
+            wino_kernels(gu, gu + 9 * WINO_T);                                                             \
+            for (int e = 0; e < 36; e++)                                                                   \
+                for (int64_t l = 0; l < n; l++) {                                                          \
+                    T v = (T)gu[(9 + e) * WINO_T + l];                                                     \
+                    U[e * OC + p0 + l] = v;                                                                \
+                    bad |= !(v - v == 0);                                                                  \
+                }                                                                                          \
+        }                                                                                                  \
+        return bad;                                                                                        \
     }                                                                                                      \
-    /* h[b][t] = (r B)[b] for n tiles t along rows r of 2 columns per tile (the last tile of a row     \
-     * reads 2 columns past it: fixed up by the caller) */                                               \
-    static void wino_b_##SUF(const T *restrict r, T *restrict h, int64_t n) {                              \
-        for (int64_t t = 0; t < n; t++) {                                                                  \
-            T r0 = r[2 * t], r1 = r[2 * t + 1], r2 = r[2 * t + 2], r3 = r[2 * t + 3];                      \
-            h[t] = r0 - r2, h[n + t] = r1 + r2, h[2 * n + t] = r2 - r1, h[3 * n + t] = r1 - r3;             \
+    /* out[b * st + k] = (B^T d)[b] over the WINO_T lanes k, d[j] = in[j * st + k]; nonzero when an      \
+     * output is not finite (when check). (st is a constant where it is called: the stores then do not  \
+     * alias and the loop vectorises.) */                                                                 \
+    static inline int wino_bt_##SUF(const T *restrict in, T *restrict out, int64_t st, bool check) {      \
+        int bad = 0;                                                                                       \
+        for (int k = 0; k < WINO_T; k++) {                                                                 \
+            T d0 = in[k], d1 = in[st + k], d2 = in[2 * st + k], d3 = in[3 * st + k], d4 = in[4 * st + k];  \
+            T d5 = in[5 * st + k];                                                                         \
+            T v[6] = {d0 - (T)1.5 * d1 - 2 * d2 + (T)1.5 * d3 + d4, -d1 + (T)0.5 * d2 + (T)2.5 * d3 + d4,   \
+                      d1 - (T)2.5 * d2 + (T)0.5 * d3 + d4,           -2 * d1 - d2 + 2 * d3 + d4,             \
+                      (T)0.5 * d1 - d2 - (T)0.5 * d3 + d4,           d1 - (T)1.5 * d2 - 2 * d3 + (T)1.5 * d4 + d5}; \
+            for (int b = 0; b < 6; b++) {                                                                  \
+                out[b * st + k] = v[b];                                                                    \
+                if (check) bad |= !(v[b] - v[b] == 0);                                                     \
+            }                                                                                              \
+        }                                                                                                  \
+        return bad;                                                                                        \
+    }                                                                                                      \
+    /* out[s * os + k] = (A^T m)[s] over the WINO_T lanes k, m[b] = in[b * is + k] (is, os constants) */  \
+    static inline void wino_at_##SUF(const T *restrict in, int64_t is, T *restrict out, int64_t os) {       \
+        for (int k = 0; k < WINO_T; k++) {                                                                 \
+            T m0 = in[k], m1 = in[is + k], m2 = in[2 * is + k], m3 = in[3 * is + k], m4 = in[4 * is + k];  \
+            T m5 = in[5 * is + k], s = m1 + m2, d = m1 - m2;                                               \
+            out[k] = m0 + s + m3 + m4, out[os + k] = d + (T)0.5 * m3 - 2 * m4;                             \
+            out[2 * os + k] = s + (T)0.25 * m3 + 4 * m4, out[3 * os + k] = d + (T)0.125 * m3 - 8 * m4 + m5; \
         }                                                                                                  \
     }                                                                                                      \
-    /* v[a * ldb + t] = (B^T d)[a] for n tiles t, d rows: he, ho, he + tw, ho + tw */                      \
-    static void wino_bt_##SUF(const T *restrict he, const T *restrict ho, T *restrict v, int64_t n, int64_t tw, \
-                              int64_t ldb) {                                                              \
-        for (int64_t t = 0; t < n; t++) {                                                                  \
-            T d0 = he[t], d1 = ho[t], d2 = he[t + tw], d3 = ho[t + tw];                                    \
-            v[t] = d0 - d2, v[ldb + t] = d1 + d2, v[2 * ldb + t] = d2 - d1, v[3 * ldb + t] = d1 - d3;      \
-        }                                                                                                  \
+    /* dst[k] = row[c0 + k] for k < n, 0 outside the row's W columns */                                   \
+    static void wino_row_##SUF(const T *row, int64_t W, int64_t c0, T *restrict dst, int64_t n) {          \
+        int64_t lo = c0 < 0 ? (-c0 < n ? -c0 : n) : 0, hi = W - c0 < n ? W - c0 : n;                       \
+        if (hi < lo) hi = lo;                                                                              \
+        zero_small(dst, (size_t)lo * sizeof(T));                                                           \
+        if (hi > lo) copy_small(dst + lo, row + c0 + lo, (size_t)(hi - lo) * sizeof(T));                   \
+        zero_small(dst + hi, (size_t)(n - hi) * sizeof(T));                                                \
     }                                                                                                      \
-    /* A^T m A for nt tiles, m[16 * ldm]: the output's even rows in ye, its odd rows in yo */              \
-    static void wino_a_##SUF(const T *restrict m, int64_t ldm, int64_t nt, T *restrict ye, T *restrict yo) { \
-        for (int64_t t = 0; t < nt; t++) {                                                                 \
-            T a[16];                                                                                       \
-            for (int k = 0; k < 16; k++) a[k] = m[k * ldm + t];                                            \
-            T s00 = a[0] + a[4] + a[8], s01 = a[1] + a[5] + a[9], s02 = a[2] + a[6] + a[10];               \
-            T s03 = a[3] + a[7] + a[11], s10 = a[4] - a[8] - a[12], s11 = a[5] - a[9] - a[13];             \
-            T s12 = a[6] - a[10] - a[14], s13 = a[7] - a[11] - a[15];                                      \
-            ye[2 * t] = s00 + s01 + s02, ye[2 * t + 1] = s01 - s02 - s03;                                  \
-            yo[2 * t] = s10 + s11 + s12, yo[2 * t + 1] = s11 - s12 - s13;                                  \
-        }                                                                                                  \
-    }                                                                                                      \
-    static void add_##SUF(const T *restrict src, T b, T *restrict dst, int64_t n) {                        \
-        for (int64_t k = 0; k < n; k++) dst[k] = src[k] + b;                                               \
-    }                                                                                                      \
-    /* V[16][C][ldv], columns from t0: B^T d B for each tile of one sample x[C, H, W]. The padded plane's \
-     * even and odd rows (2 * tw columns; the 2 more its last tiles reach kept apart) and both passes    \
-     * are flat over the tiles. */                                                                        \
-    static void wino_input_##SUF(const void *xv, void *Vv, int64_t ldv, int64_t t0, void *rows, const Wino *q) { \
+    /* V[C][36][WINO_T] = B^T d B for the block's tiles (runs s[0..ns)) of each channel of x; nonzero      \
+     * when a value is not finite (an inf or NaN of x gives one). Each run's 6 padded input rows go into   \
+     * R[6][4 * WINO_T + 2], tile k's columns 4k .. 4k + 3 (its last 2 columns are the next tile's first   \
+     * ones; a run's last tile keeps them in hal), from which d[6][6][WINO_T] is de-interleaved. */        \
+    static int wino_input_##SUF(const void *xv, void *Vv, const WinoSeg *s, int ns, void *scratch, const Wino *q) { \
         const T *x = xv;                                                                                   \
-        T *V = Vv;                                                                                         \
-        const int64_t th = q->th, tw = q->tw, W2 = 2 * tw, nr = th + 1, nh = nr * tw, CV = q->C * ldv;     \
-        const int64_t lo = q->pw < W2 + 2 ? q->pw : W2 + 2, hi = q->W + q->pw < W2 + 2 ? q->W + q->pw : W2 + 2; \
-        T *pe = rows, *po = pe + nr * W2 + 2, *halo = po + nr * W2 + 2, *he = halo + 4 * nr, *ho = he + 4 * nh; \
-        const int64_t mid = hi < W2 ? hi : W2; /* the input's columns [lo, mid) in the row proper */       \
+        const int64_t RW = 4 * WINO_T + 2;                                                                 \
+        T *V = Vv, *d = scratch, *t = d + 36 * WINO_T, *R = t + 36 * WINO_T, *hal = R + 6 * RW;            \
+        int bad = 0;                                                                                       \
+        memset(R, 0, (size_t)(6 * RW) * sizeof(T)); /* lanes past the block's tiles: finite */             \
         for (int64_t c = 0; c < q->C; c++) {                                                               \
-            for (int64_t r = 0; r < 2 * nr; r++) { /* padded row r: pe or po row r / 2, and its halo */    \
-                int64_t ih = r - q->ph;                                                                    \
-                const T *src = ih >= 0 && ih < q->H ? x + (c * q->H + ih) * q->W : NULL;                   \
-                T *dst = (r & 1 ? po : pe) + r / 2 * W2;                                                   \
-                memset(dst, 0, (size_t)W2 * sizeof(T));                                                    \
-                if (src && mid > lo) memcpy(dst + lo, src, (size_t)(mid - lo) * sizeof(T));               \
-                for (int64_t k = W2; k < W2 + 2; k++) halo[2 * r + k - W2] = src && k >= lo && k < hi ? src[k - lo] : 0; \
-            }                                                                                              \
-            for (int par = 0; par < 2; par++) { /* d B along the rows, then the rows' last tiles */        \
-                const T *p = par ? po : pe;                                                                \
-                T *h = par ? ho : he;                                                                      \
-                wino_b_##SUF(p, h, nh);                                                                    \
-                for (int64_t i = 0; i < nr; i++) {                                                         \
-                    int64_t t = i * tw + tw - 1;                                                           \
-                    T r0 = p[2 * t], r1 = p[2 * t + 1], r2 = halo[2 * (2 * i + par)];                      \
-                    T r3 = halo[2 * (2 * i + par) + 1];                                                    \
-                    h[t] = r0 - r2, h[nh + t] = r1 + r2, h[2 * nh + t] = r2 - r1, h[3 * nh + t] = r1 - r3;  \
+            for (int k = 0; k < ns; k++) {                                                                 \
+                const WinoSeg *g = s + k;                                                                  \
+                int64_t wd = 4 * g->len + 2;                                                               \
+                for (int r = 0; r < 6; r++) {                                                              \
+                    int64_t ih = 4 * g->i + r - q->ph;                                                     \
+                    T *dst = R + r * RW + 4 * g->at;                                                       \
+                    if (ih < 0 || ih >= q->H) zero_small(dst, (size_t)wd * sizeof(T));                     \
+                    else {                                                                                 \
+                        const T *row = x + ((g->n * q->C + c) * q->H + ih) * q->W;                         \
+                        wino_row_##SUF(row, q->W, 4 * g->j - q->pw, dst, wd);                              \
+                        if (c + 1 < q->C) /* the next channel's row: its loads are the transform's stalls */ \
+                            for (int64_t w = 4 * g->j; w < 4 * g->j + wd && w < q->W; w += 64 / sizeof(T)) \
+                                __builtin_prefetch(row + q->H * q->W + w);                                 \
+                    }                                                                                      \
+                    hal[2 * (r * WINO_T + k)] = dst[wd - 2], hal[2 * (r * WINO_T + k) + 1] = dst[wd - 1];  \
                 }                                                                                          \
             }                                                                                              \
-            for (int b = 0; b < 4; b++) /* B^T (d B), down the columns */                                  \
-                wino_bt_##SUF(he + b * nh, ho + b * nh, V + b * CV + c * ldv + t0, th * tw, tw, 4 * CV);    \
+            for (int r = 0; r < 6; r++) {                                                                  \
+                const T *src = R + r * RW;                                                                 \
+                T *dr = d + 6 * r * WINO_T;                                                                \
+                for (int k = 0; k < WINO_T; k++)                                                           \
+                    for (int p = 0; p < 4; p++) dr[p * WINO_T + k] = src[4 * k + p];                       \
+                copy_small(dr + 4 * WINO_T, dr + 1, (WINO_T - 1) * sizeof(T));                             \
+                copy_small(dr + 5 * WINO_T, dr + WINO_T + 1, (WINO_T - 1) * sizeof(T));                    \
+                dr[5 * WINO_T - 1] = dr[6 * WINO_T - 1] = 0;                                               \
+                for (int k = 0; k < ns; k++) {                                                             \
+                    int64_t l = s[k].at + s[k].len - 1;                                                    \
+                    dr[4 * WINO_T + l] = hal[2 * (r * WINO_T + k)];                                        \
+                    dr[5 * WINO_T + l] = hal[2 * (r * WINO_T + k) + 1];                                    \
+                }                                                                                          \
+                wino_bt_##SUF(dr, t + 6 * r * WINO_T, WINO_T, false); /* t[r] = d[r] B, along tile row r */ \
+            }                                                                                              \
+            for (int b = 0; b < 6; b++) /* V[c][a][b] = (B^T t)[a][b]: down the columns */                 \
+                bad |= wino_bt_##SUF(t + b * WINO_T, V + (36 * c + b) * WINO_T, 6 * WINO_T, true);         \
         }                                                                                                  \
+        return bad;                                                                                        \
     }                                                                                                      \
-    /* y[O, Ho, Wo] = A^T M A (+ bias) for each tile of one sample, M[16][O][ldm] from column t0 */       \
-    static void wino_output_##SUF(const void *Mv, int64_t ldm, int64_t t0, const void *bv, void *yv,      \
-                                  void *rows, const Wino *q) {                                             \
+    /* y[n, o0 + o] = A^T M A (+ bias) for the output channels o < ob of the block's tiles, M[ob][36][T]:  \
+     * z[4][4][WINO_T] interleaved into Z[4][4 * WINO_T], output rows of the tiles side by side. */        \
+    static void wino_output_##SUF(const void *Mv, int64_t ob, int64_t o0, const WinoSeg *s, int ns,        \
+                                  const void *bv, void *yv, void *scratch, const Wino *q) {                \
         const T *M = Mv, *bias = bv;                                                                       \
-        T *y = yv, *ye = rows, *yo = ye + 2 * q->th * q->tw;                                               \
-        for (int64_t o = 0; o < q->O; o++) {                                                               \
-            wino_a_##SUF(M + o * ldm + t0, q->O * ldm, q->th * q->tw, ye, yo);                             \
-            for (int64_t h = 0; h < q->Ho; h++)                                                            \
-                add_##SUF((h & 1 ? yo : ye) + h / 2 * 2 * q->tw, bias ? bias[o] : 0, y + (o * q->Ho + h) * q->Wo, \
-                          q->Wo);                                                                          \
+        T *y = yv, *t = scratch, *z = t + 24 * WINO_T, *Z = z + 16 * WINO_T;                               \
+        for (int64_t o = 0; o < ob; o++) {                                                                 \
+            for (int a = 0; a < 6; a++) /* t[a][s] = (m[a] A)[s] */                                        \
+                wino_at_##SUF(M + (36 * o + 6 * a) * WINO_T, WINO_T, t + 4 * a * WINO_T, WINO_T);          \
+            for (int c = 0; c < 4; c++) /* z[r][c] = (A^T t)[r][c] */                                      \
+                wino_at_##SUF(t + c * WINO_T, 4 * WINO_T, z + c * WINO_T, 4 * WINO_T);                     \
+            T b = bias ? bias[o0 + o] : 0;                                                                 \
+            for (int r = 0; r < 4; r++)                                                                    \
+                for (int k = 0; k < WINO_T; k++)                                                           \
+                    for (int c = 0; c < 4; c++) Z[r * 4 * WINO_T + 4 * k + c] = z[(4 * r + c) * WINO_T + k] + b; \
+            for (int k = 0; k < ns; k++) {                                                                 \
+                const WinoSeg *g = s + k;                                                                  \
+                int64_t w0 = 4 * g->j, nw = q->Wo - w0 < 4 * g->len ? q->Wo - w0 : 4 * g->len;             \
+                for (int64_t r = 0; r < 4 && 4 * g->i + r < q->Ho; r++)                                    \
+                    copy_small(y + ((g->n * q->O + o0 + o) * q->Ho + 4 * g->i + r) * q->Wo + w0,           \
+                               Z + r * 4 * WINO_T + 4 * g->at, (size_t)nw * sizeof(T));                    \
+            }                                                                                              \
         }                                                                                                  \
     }
 WINOGRAD(f32, float)
 WINOGRAD(f64, double)
 
 static const struct {
-    void (*weight)(const void *w, void *U, const Wino *q);
-    void (*input)(const void *x, void *V, int64_t ldv, int64_t t0, void *rows, const Wino *q);
-    void (*output)(const void *M, int64_t ldm, int64_t t0, const void *bias, void *y, void *rows, const Wino *q);
+    int (*weight)(const void *w, void *U, double *gu, const Wino *q);
+    int (*input)(const void *x, void *V, const WinoSeg *s, int ns, void *scratch, const Wino *q);
+    void (*output)(const void *M, int64_t ob, int64_t o0, const WinoSeg *s, int ns, const void *bias, void *y,
+                   void *scratch, const Wino *q);
 } wino_fn[2] = {{wino_weight_f32, wino_input_f32, wino_output_f32}, {wino_weight_f64, wino_input_f64, wino_output_f64}};
+
+#if defined(__AVX512F__)
+/* M[r * ldm + 0..64) = sum_{c < K} U[r * ldu + c] V[c * ldv + 0..64) for R rows (add: added to M), the
+ * sums in registers. */
+static inline __attribute__((always_inline)) void wino_rows_f32(int R, const float *restrict U, int64_t ldu,
+                                                                 const float *restrict V, int64_t ldv, int64_t K,
+                                                                 float *restrict M, int64_t ldm, bool add) {
+    __m512 acc[6][4];
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < 4; j++) acc[r][j] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < K; c++) {
+        const float *v = V + c * ldv;
+        __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16), v2 = _mm512_loadu_ps(v + 32);
+        __m512 v3 = _mm512_loadu_ps(v + 48);
+        for (int r = 0; r < R; r++) {
+            __m512 u = _mm512_set1_ps(U[r * ldu + c]);
+            acc[r][0] = _mm512_fmadd_ps(u, v0, acc[r][0]);
+            acc[r][1] = _mm512_fmadd_ps(u, v1, acc[r][1]);
+            acc[r][2] = _mm512_fmadd_ps(u, v2, acc[r][2]);
+            acc[r][3] = _mm512_fmadd_ps(u, v3, acc[r][3]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < 4; j++) {
+            float *m = M + r * ldm + 16 * j;
+            _mm512_storeu_ps(m, add ? _mm512_add_ps(_mm512_loadu_ps(m), acc[r][j]) : acc[r][j]);
+        }
+}
+
+static void wino_rows_f32_n(int R, const float *U, int64_t ldu, const float *V, int64_t ldv, int64_t K, float *M,
+                            int64_t ldm, bool add) {
+    switch (R) { /* a register block of each height */
+    case 1: wino_rows_f32(1, U, ldu, V, ldv, K, M, ldm, add); break;
+    case 2: wino_rows_f32(2, U, ldu, V, ldv, K, M, ldm, add); break;
+    case 3: wino_rows_f32(3, U, ldu, V, ldv, K, M, ldm, add); break;
+    case 4: wino_rows_f32(4, U, ldu, V, ldv, K, M, ldm, add); break;
+    case 5: wino_rows_f32(5, U, ldu, V, ldv, K, M, ldm, add); break;
+    default: wino_rows_f32(6, U, ldu, V, ldv, K, M, ldm, add); break;
+    }
+}
+#endif
+
+/* M[0..ob)[e][T] = U[e][o0..o0 + ob)[C] @ V[C][e][T] for the 36 positions e, the channels summed in
+ * blocks of WINO_KB. */
+static int wino_gemm(ct_dtype cd, const char *U, const char *V, char *M, int64_t o0, int64_t ob, const Wino *q) {
+    int64_t es = (int64_t)c10_elsize[cd], C = q->C;
+    int fail = 0;
+    for (int e = 0; e < 36; e++)
+        for (int64_t k0 = 0; k0 < C; k0 += WINO_KB) {
+            int64_t kc = C - k0 < WINO_KB ? C - k0 : WINO_KB;
+            const char *u = U + ((e * q->O + o0) * C + k0) * es, *v = V + (36 * k0 + e) * WINO_T * es;
+            char *m = M + e * WINO_T * es;
+#if defined(__AVX512F__)
+            if (cd == CT_FLOAT32) {
+                for (int64_t r = 0; r < ob; r += 6)
+                    wino_rows_f32_n(ob - r < 6 ? (int)(ob - r) : 6, (const float *)u + r * C, C, (const float *)v,
+                                    36 * WINO_T, kc, (float *)m + 36 * r * WINO_T, 36 * WINO_T, k0 > 0);
+                continue;
+            }
+#endif
+            fail |= la_gemm(cd, ob, WINO_T, kc, 1, u, C, 1, v, 36 * WINO_T, 1, k0 ? 1 : 0, m, 36 * WINO_T) < 0;
+        }
+    return fail;
+}
 
 /* Whether a convolution (input_grad: its input gradient) takes the Winograd
  * path: enough channels both ways for the gemms to dominate the transforms;
@@ -481,51 +656,53 @@ static void sum_parts(ct_dtype cd, char *dst, const char *part, int nt, int64_t 
 }
 
 /* The Winograd run of a convolution (input_grad false: y = conv(x, w) + bias)
- * or of its input gradient (x = grad_output, y = the input gradient). */
+ * or of its input gradient (x = grad_output, y = the input gradient). Returns
+ * 1 when the weight or x holds an inf or NaN (or a transform overflows): then
+ * the caller runs im2col, whose direct sums keep torch's infs where Winograd's
+ * transforms would spread NaNs over the tile. */
 static int conv_winograd(ct_dtype cd, const char *x, const char *w, const char *bias, char *y, const ConvGeo *g,
-                         bool input_grad, bool par) {
+                         bool input_grad) {
     Wino q = {.N = g->N, .C = g->C, .H = g->H, .W = g->W, .O = g->O, .Ho = g->Ho, .Wo = g->Wo, .ph = g->ph,
               .pw = g->pw, .flip = input_grad};
     if (input_grad)
         q.C = g->O, q.H = g->Ho, q.W = g->Wo, q.O = g->C, q.Ho = g->H, q.Wo = g->W, q.ph = 2 - g->ph, q.pw = 2 - g->pw;
-    q.th = (q.Ho + 1) / 2, q.tw = (q.Wo + 1) / 2;
-    int64_t es = (int64_t)c10_elsize[cd], tiles = q.th * q.tw, xs = q.C * q.H * q.W * es, ys = q.O * q.Ho * q.Wo * es;
-    /* samples per chunk: the chunk's V and M within about half an L2 cache, the chunks spread evenly */
-    int64_t nt = par ? nthreads() : 1, nb = WINO_CHUNK_BYTES / (16 * (q.C + q.O) * tiles * es);
-    nb = nb < 1 ? 1 : nb > q.N ? q.N : nb;
-    int64_t nchunk = (q.N + nb - 1) / nb;
-    nchunk = (nchunk + nt - 1) / nt * nt;
-    nb = (q.N + nchunk - 1) / nchunk;
-    nchunk = (q.N + nb - 1) / nb;
+    q.th = (q.Ho + 3) / 4, q.tw = (q.Wo + 3) / 4;
+    int64_t es = (int64_t)c10_elsize[cd], tiles = q.N * q.th * q.tw, nblk = (tiles + WINO_T - 1) / WINO_T;
+    int64_t ob = q.O < WINO_OB ? q.O : WINO_OB;
     const int f = cd == CT_FLOAT64;
-    size_t usz = (size_t)(16 * q.O * q.C * es), vsz = (size_t)(16 * q.C * nb * tiles * es);
-    size_t msz = (size_t)(16 * q.O * nb * tiles * es), rsz = (size_t)((12 * (q.th + 1) * q.tw + 4 * q.th + 8) * es);
+    size_t usz = (size_t)(36 * q.O * q.C * es), vsz = (size_t)(36 * q.C * WINO_T * es);
+    size_t msz = (size_t)(36 * ob * WINO_T * es), ssz = (size_t)((108 * WINO_T + 12) * es);
     char *U = c10_alloc(usz);
     if (!U) return -1;
-    wino_fn[f].weight(w, U, &q);
-    int fail = 0;
-OMP(omp parallel if (par) reduction(| : fail))
+    double gu[45 * WINO_T];
+    if (wino_fn[f].weight(w, U, gu, &q)) {
+        c10_dealloc(U, usz);
+        return 1;
+    }
+    int fail = 0, bad = 0;
+OMP(omp parallel if (nblk > 1 && worth_threads(g)) reduction(| : fail, bad))
     {
-        char *V = c10_alloc(vsz), *M = V ? c10_alloc(msz) : NULL, *rows = M ? c10_alloc(rsz) : NULL;
-        if (!rows) fail = 1;
-        else {
+        char *V = c10_alloc(vsz), *M = V ? c10_alloc(msz) : NULL, *S = M ? c10_alloc(ssz) : NULL;
 OMP(omp for schedule(static))
-            for (int64_t k = 0; k < nchunk; k++) {
-                int64_t n0 = k * nb, n1 = n0 + nb < q.N ? n0 + nb : q.N, tt = (n1 - n0) * tiles;
-                for (int64_t n = n0; n < n1; n++) wino_fn[f].input(x + n * xs, V, tt, (n - n0) * tiles, rows, &q);
-                for (int e = 0; e < 16; e++) /* M[e] = U[e] @ V[e] */
-                    fail |= la_gemm(cd, q.O, tt, q.C, 1, U + e * q.O * q.C * es, q.C, 1, V + e * q.C * tt * es, tt, 1,
-                                    0, M + e * q.O * tt * es, tt) < 0;
-                for (int64_t n = n0; n < n1; n++)
-                    wino_fn[f].output(M, tt, (n - n0) * tiles, bias, y + n * ys, rows, &q);
+        for (int64_t b = 0; b < nblk; b++) {
+            if (!S) fail = 1;
+            if (fail || bad) continue;
+            WinoSeg seg[WINO_T];
+            int64_t t0 = b * WINO_T, t1 = t0 + WINO_T < tiles ? t0 + WINO_T : tiles;
+            int ns = wino_segments(&q, t0, t1, seg);
+            if ((bad = wino_fn[f].input(x, V, seg, ns, S, &q))) continue;
+            for (int64_t o0 = 0; o0 < q.O; o0 += ob) {
+                int64_t n = q.O - o0 < ob ? q.O - o0 : ob;
+                fail |= wino_gemm(cd, U, V, M, o0, n, &q);
+                wino_fn[f].output(M, n, o0, seg, ns, bias, y, S, &q);
             }
         }
         c10_dealloc(V, vsz);
         c10_dealloc(M, msz);
-        c10_dealloc(rows, rsz);
+        c10_dealloc(S, ssz);
     }
     c10_dealloc(U, usz);
-    return fail ? c10_error_int("out of memory") : 0;
+    return fail ? c10_error_int("out of memory") : bad;
 }
 
 /* The im2col kernels, on contiguous cd data, per sample and group over the
@@ -583,31 +760,12 @@ typedef struct {
     const ConvGeo *g;
 } ConvCall;
 
-/* Are the n values at p all finite? Winograd's transforms spread one inf of
- * the input over its tile as NaN, where torch's direct sums keep the inf: such
- * inputs take im2col. (x * 0 is 0 for finite x, NaN for inf and NaN.) */
-static bool all_finite(ct_dtype cd, const void *p, int64_t n) {
-    if (cd == CT_FLOAT32) {
-        const float *f = p;
-        float acc = 0;
-        OMP(omp parallel for reduction(+ : acc) if (n > 65536))
-        for (int64_t k = 0; k < n; k++) acc += f[k] * 0.0f;
-        return acc == 0;
-    }
-    const double *d = p;
-    double acc = 0;
-    OMP(omp parallel for reduction(+ : acc) if (n > 65536))
-    for (int64_t k = 0; k < n; k++) acc += d[k] * 0.0;
-    return acc == 0;
-}
-
 static int conv_compute(ct_dtype cd, void *const *in, void *out, const void *arg) {
     const ConvCall *c = arg;
-    const ConvGeo *g = c->g;
-    int64_t nx = c->kind == 1 ? g->N * g->O * g->Ho * g->Wo : g->N * g->C * g->H * g->W;
-    if (c->kind != 2 && use_winograd(cd, g, c->kind == 1) && all_finite(cd, in[0], nx) &&
-        all_finite(cd, in[1], g->O * g->Cg * g->kh * g->kw))
-        return conv_winograd(cd, in[0], in[1], in[2], out, c->g, c->kind == 1, batch_parallel(c->g));
+    if (c->kind != 2 && use_winograd(cd, c->g, c->kind == 1)) {
+        int rc = conv_winograd(cd, in[0], in[1], in[2], out, c->g, c->kind == 1);
+        if (rc <= 0) return rc;
+    }
     return conv_im2col(cd, c->kind, in[0], in[1], in[2], out, c->g);
 }
 

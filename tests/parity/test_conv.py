@@ -409,9 +409,9 @@ def test_finite_differences():
 
 # ------------------------------------------------------------------ fast paths
 # Stride-1 3x3 convolutions with 8 or more channels each way (one group, float32/float64) run as
-# Winograd F(2x2, 3x3): the forward, and the input gradient when the padding is at most 2. Odd and
+# Winograd F(4x4, 3x3): the forward, and the input gradient when the padding is at most 2. Odd and
 # even plane sizes (tiles cut by the edge), paddings 0-3 and mixed, batch 1, unbatched, with and
-# without bias, and a batch that the kernel cuts into uneven chunks of several samples.
+# without bias, and batches whose tiles the kernel cuts into blocks across samples and tile rows.
 WINO = [  # x shape, w shape, bias, padding
     ((2, 8, 7, 9), (8, 8, 3, 3), True, 1),
     ((1, 16, 6, 6), (12, 16, 3, 3), False, 0),
@@ -483,6 +483,66 @@ def test_conv2d_winograd_grads_f32():
     got = grads_of(ct.check(ct_conv2d(*hs, 1, 1)), hs, g)
     for k, (wa, go) in enumerate(zip(want, got)):
         ct.assert_close(go, wa, rtol=1e-4, atol=1e-3 * (1 + float(wa.abs().max())) / 10, what=f"grad {k}: ")
+
+
+def wino_rel_err(got, want):
+    """The largest difference from torch's float64 result, relative to its largest |value|."""
+    got, want = ct.to_torch(got).double(), want.double()
+    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-300))
+
+
+# plane sizes (1x1 and 2x2: one tile, mostly cut off; 5x7: tiles cut both ways; 28x28: whole tiles;
+# 29x31: a last tile row and column of one output), (batch, input, output channels) with channel
+# counts off the register blocks of 6 output rows and the blocks of 64 channels of the sums
+WINO_SIZES = [(1, 1), (2, 2), (5, 7), (28, 28), (29, 31)]
+WINO_CHANNELS = [(1, 17, 9), (64, 9, 8), (2, 64, 17), (2, 3, 8), (3, 1, 8), (1, 8, 64), (4, 64, 3)]
+
+
+@pytest.mark.parametrize("hw", WINO_SIZES, ids=str)
+@pytest.mark.parametrize("p", [0, 1, 2])
+def test_conv2d_winograd_sizes(hw, p):
+    """float32 forward and input gradient of every size against torch in float64: within torch's
+    tolerance and within 1e-5 of the largest |value| (F(4x4, 3x3) rounds more than a direct sum)."""
+    if min(hw) + 2 * p < 3:
+        return
+    for n, c, o in WINO_CHANNELS:
+        x, w, b = rand((n, c) + hw), rand((o, c, 3, 3)), rand((o,))
+        want = Fn.conv2d(x.double(), w.double(), b.double(), 1, p)
+        got = ct.check(ct_conv2d(h(x), h(w), h(b), 1, p))
+        what = f"winograd {tuple(x.shape)} -> {o} p{p}: "
+        ct.assert_close(got, want.float(), what=what, **tol(F32, c * 9))
+        assert wino_rel_err(got, want) < 1e-5, what
+        if not ct.has("ct_autograd_grad") or p > 2:
+            continue
+        g = rand(want.shape)
+        tx = x.double().requires_grad_(True)
+        gx = torch.autograd.grad(Fn.conv2d(tx, w.double(), None, 1, p), tx, g.double())[0]
+        hx = leaf(x)
+        got = grads_of(ct.check(ct_conv2d(hx, h(w), None, 1, p)), [hx], g)[0]
+        ct.assert_close(got, gx.float(), what="grad " + what, **tol(F32, o * 9))
+        assert wino_rel_err(got, gx) < 1e-5, "grad " + what
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-3, 1e3, 1e30], ids=str)
+@pytest.mark.parametrize("c", [64, 512, 2048])
+def test_conv2d_winograd_rounding(scale, c):
+    """Large and small magnitudes and long channel sums: the error stays below 1e-5 of the largest
+    |output| (float32; the sums run in blocks of 64 channels), and within 1e-12 in float64."""
+    x, w = rand((2, c, 9, 10)) * scale, rand((8, c, 3, 3))
+    want = Fn.conv2d(x.double(), w.double(), None, 1, 1)
+    assert wino_rel_err(ct.check(ct_conv2d(h(x), h(w), None, 1, 1)), want) < 1e-5
+    assert wino_rel_err(ct.check(ct_conv2d(h(x.double()), h(w.double()), None, 1, 1)), want) < 1e-12
+    w2 = rand((8, c, 3, 3)) * scale  # the weight's transform rounds too
+    want = Fn.conv2d(x.double() / scale, w2.double(), None, 1, 1)
+    assert wino_rel_err(ct.check(ct_conv2d(h(x / scale), h(w2), None, 1, 1)), want) < 1e-5
+
+
+def test_conv2d_winograd_overflow():
+    """Finite inputs whose transforms overflow float32 (1e38 * 9) take im2col: torch's finite sums."""
+    x, w = torch.full((2, 8, 6, 6), 1e38), rand((8, 8, 3, 3)) * 1e-3
+    want = Fn.conv2d(x, w, None, 1, 1)
+    assert bool(torch.isfinite(want).all())
+    ct.assert_close(ct.check(ct_conv2d(h(x), h(w), None, 1, 1)), want, rtol=1e-4, atol=0)
 
 
 def test_max_pool2d_2x2_path():
