@@ -213,12 +213,20 @@ static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, in
     return gbuf;
 }
 
+/* The kernel of rk that reads contiguous elements of the input dtype in
+ * place: the compute dtype's own, or a sum's over 16-bit floats and narrower
+ * integers; NULL: runs are gathered (converted) first. */
+static rk_fn direct_kernel(const RPlan *pl, int rk) {
+    if (pl->dt == ct_dtype_of_compute[pl->ct]) return rk_kernels[rk][pl->ct];
+    return rk == RK_SUM ? rk_sum_src(pl->dt) : NULL;
+}
+
 /* Reduces the reduced positions [lo, hi) of the output whose input starts at
  * base into st. Positions are row-major over the reduced dims. */
 static void reduce_range(const RPlan *pl, int rk, const char *base, int64_t lo, int64_t hi, RState *st,
                          double p) {
     if (lo >= hi) return;
-    rk_fn k = rk_kernels[rk][pl->ct];
+    rk_fn k = rk_kernels[rk][pl->ct], dk = direct_kernel(pl, rk);
     int nr = pl->nr;
     int64_t idx[CT_MAX_DIMS], rest = lo;
     for (int d = nr - 1; d >= 0; d--) {
@@ -226,7 +234,7 @@ static void reduce_range(const RPlan *pl, int rk, const char *base, int64_t lo, 
         rest /= pl->rs[d];
     }
     int64_t inner = pl->rs[nr - 1], istr = pl->rst[nr - 1];
-    bool direct = pl->dt == ct_dtype_of_compute[pl->ct] && istr == (int64_t)c10_elsize[pl->dt];
+    bool direct = dk && istr == (int64_t)c10_elsize[pl->dt];
     _Alignas(64) char gbuf[GCHUNK * 8];
     int64_t pos = lo;
     while (pos < hi) {
@@ -235,7 +243,7 @@ static void reduce_range(const RPlan *pl, int rk, const char *base, int64_t lo, 
         const char *ptr = base;
         for (int d = 0; d < nr; d++) ptr += idx[d] * pl->rst[d];
         if (direct) {
-            k(st, ptr, n, pos, p);
+            dk(st, ptr, n, pos, p);
         } else {
             for (int64_t j = 0; j < n; j += GCHUNK) {
                 int64_t m = n - j < GCHUNK ? n - j : GCHUNK;
@@ -442,8 +450,7 @@ static void run_reduce(const RPlan *pl, int rk, const RCtx *c) {
         return;
     }
     /* one contiguous run of the compute dtype per output: the kernel straight on it */
-    rk_fn row = pl->nr == 1 && pl->dt == ct_dtype_of_compute[pl->ct] && pl->rst[0] == (int64_t)c10_elsize[pl->dt]
-                    ? rk_kernels[rk][pl->ct] : NULL;
+    rk_fn row = pl->nr == 1 && pl->rst[0] == (int64_t)c10_elsize[pl->dt] ? direct_kernel(pl, rk) : NULL;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif

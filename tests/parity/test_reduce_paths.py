@@ -164,3 +164,24 @@ def test_outer_sums(dtype):
         if dtype.is_floating_point:
             ct.assert_close(ct.check(lib.ct_mean_dims(h, da, nd, False)), x.mean(ds), rtol=rtol, atol=atol,
                             what=f"{name} mean{ds}: ")
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.int8, torch.int16], ids=lambda d: str(d)[6:])
+def test_sum_src_dtypes(dtype):
+    """Sums that read 16-bit floats and integers in place: lengths around the 64
+    lanes and the 4096-element blocks, rows, a large run split over threads,
+    inf and NaN in 16-bit floats."""
+    xs = [rand((n,), dtype) for n in (0, 1, 63, 64, 65, 4095, 4097, 9000, 100003)]
+    xs += [rand((3, 4097), dtype), rand((5, 130), dtype)[:, 1:]]
+    if dtype.is_floating_point:
+        xs += [torch.tensor([1.0, float("inf"), 2.0] * 30, dtype=dtype),
+               torch.tensor([1.0, float("nan"), float("inf")] * 30, dtype=dtype)]
+    for x in xs:
+        h = ct.from_torch(x)
+        rtol, atol = tol(dtype)
+        atol *= max(x.shape[-1], 1) ** 0.5
+        ct.assert_close(ct.check(lib.ct_sum(h)), x.sum(), rtol=rtol, atol=atol * x.numel() ** 0.5,
+                        what=f"{tuple(x.shape)} sum(): ")
+        da, nd = dims(-1)
+        ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(-1), rtol=rtol, atol=atol,
+                        what=f"{tuple(x.shape)} sum(-1): ")

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __F16C__
+#if defined __F16C__ || defined __AVX512F__
 #include <immintrin.h>
 #endif
 #ifdef _OPENMP
@@ -29,10 +29,45 @@
 
 /* ---------------------------------------------------------------- floats */
 
+/* an element of each input dtype as the accumulator's type */
+#define LOAD_float(v) (v)
+#define LOAD_double(v) (v)
+#define LOAD_f16(v) c10_h2f(v)
+static inline float LOAD_bf16(uint16_t v) {
+    uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* acc[j] += x[k + j] over a block of m elements (a multiple of LN) */
+#define SUM_BLOCK(name, T, A, LN)                                                        \
+    static inline void block_##name(A *restrict acc, const T *restrict y, int64_t m) {   \
+        for (int64_t k = 0; k < m; k += LN)                                              \
+            for (int j = 0; j < LN; j++) acc[j] += LOAD_##name(y[k + j]);                \
+    }
+SUM_BLOCK(float, float, float, 64)
+SUM_BLOCK(double, double, double, 32)
+SUM_BLOCK(bf16, uint16_t, float, 64)
+#ifdef __AVX512F__
+/* float16: the same lanes, converted by vcvtph2ps (the compiler does not
+ * vectorise c10_h2f) */
+static inline void block_f16(float *restrict acc, const uint16_t *restrict y, int64_t m) {
+    __m512 a[4];
+    for (int q = 0; q < 4; q++) a[q] = _mm512_loadu_ps(acc + 16 * q);
+    for (int64_t k = 0; k < m; k += 64)
+        for (int q = 0; q < 4; q++)
+            a[q] = _mm512_add_ps(a[q], _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(y + k + 16 * q))));
+    for (int q = 0; q < 4; q++) _mm512_storeu_ps(acc + 16 * q, a[q]);
+}
+#else
+SUM_BLOCK(f16, uint16_t, float, 64)
+#endif
+
 /* Sums: LN lanes of A (float for float inputs, as PyTorch) over blocks of at
  * most 4096 elements, each block folded pairwise and added into a double. */
-#define SUM_KERNEL(T, A, LN)                                                             \
-    static void sum_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+#define SUM_KERNEL(name, T, A, LN)                                                       \
+    static void sum_##name(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
         (void)base, (void)p;                                                             \
         const T *restrict x = xv;                                                        \
         double r = 0;                                                                    \
@@ -41,20 +76,51 @@
             int64_t m = (n - i) / LN * LN;                                               \
             if (m > 4096) m = 4096;                                                      \
             A acc[LN] = {0};                                                             \
-            const T *restrict y = x + i;                                                 \
-            for (int64_t k = 0; k < m; k += LN)                                          \
-                for (int j = 0; j < LN; j++) acc[j] += (A)y[k + j];                      \
+            block_##name(acc, x + i, m);                                                 \
             /* unrolled, the fold stays in registers (a loop spills acc) */              \
             _Pragma("GCC unroll 8") for (int w = LN / 2; w >= 1; w /= 2)                 \
                 _Pragma("GCC unroll 64") for (int j = 0; j < w; j++) acc[j] += acc[j + w]; \
             r += (double)acc[0];                                                         \
             i += m;                                                                      \
         }                                                                                \
-        for (; i < n; i++) r += (double)x[i];                                            \
+        for (; i < n; i++) r += (double)LOAD_##name(x[i]);                               \
         s->d += r;                                                                       \
     }
-SUM_KERNEL(float, float, 64)
-SUM_KERNEL(double, double, 32)
+SUM_KERNEL(float, float, float, 64)
+SUM_KERNEL(double, double, double, 32)
+SUM_KERNEL(f16, uint16_t, float, 64)
+SUM_KERNEL(bf16, uint16_t, float, 64)
+
+/* integer and bool sums in int64, wrapping (the compiler vectorises them) */
+#define WIDEN_(v) (uint64_t)(int64_t)(v)
+#define TRUTH_(v) (uint64_t)((v) != 0)
+#define SUM_INT(name, T, CONV)                                                           \
+    static void sum_##name(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+        (void)base, (void)p;                                                             \
+        const T *restrict x = xv;                                                        \
+        uint64_t r = 0;                                                                  \
+        for (int64_t i = 0; i < n; i++) r += CONV(x[i]);                                 \
+        s->v = (int64_t)((uint64_t)s->v + r);                                            \
+    }
+SUM_INT(i64, int64_t, WIDEN_)
+SUM_INT(i32, int32_t, WIDEN_)
+SUM_INT(i16, int16_t, WIDEN_)
+SUM_INT(i8, int8_t, WIDEN_)
+SUM_INT(u8, uint8_t, WIDEN_)
+SUM_INT(b8, uint8_t, TRUTH_)
+
+rk_fn rk_sum_src(ct_dtype dt) {
+    switch (dt) {
+    case CT_FLOAT16: return sum_f16;
+    case CT_BFLOAT16: return sum_bf16;
+    case CT_INT32: return sum_i32;
+    case CT_INT16: return sum_i16;
+    case CT_INT8: return sum_i8;
+    case CT_UINT8: return sum_u8;
+    case CT_BOOL: return sum_b8;
+    default: return NULL;
+    }
+}
 
 #define FLOAT_KERNELS(T)                                                                 \
     static void sqdev_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
@@ -210,13 +276,6 @@ AMINMAX(int64_t, amin_i64, <, v, NEVER_)
 
 /* ---------------------------------------------------------------- int64 */
 
-static void sum_i64(RState *s, const void *xv, int64_t n, int64_t base, double p) {
-    (void)base, (void)p;
-    const int64_t *restrict x = xv;
-    uint64_t r = 0;
-    for (int64_t i = 0; i < n; i++) r += (uint64_t)x[i];
-    s->v = (int64_t)((uint64_t)s->v + r);
-}
 static void prod_i64(RState *s, const void *xv, int64_t n, int64_t base, double p) {
     (void)base, (void)p;
     const int64_t *restrict x = xv;

@@ -25,6 +25,9 @@ typedef struct RState {
 typedef void (*rk_fn)(RState *s, const void *x, int64_t n, int64_t base, double p);
 
 CT_INTERNAL extern const rk_fn rk_kernels[RK_COUNT][3];
+/* RK_SUM over contiguous elements of dtype dt itself (16-bit floats, the
+ * integers narrower than int64, bool); NULL for the others */
+CT_INTERNAL rk_fn rk_sum_src(ct_dtype dt);
 /* a = a then b (b covers later positions) */
 CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
