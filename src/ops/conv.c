@@ -954,13 +954,76 @@ static int float_only(const char *op, const char *kernel, ct_dtype d) {
                 maxpool2x2_span_##SUF(in, off, o, oi, W, s + 8 <= n ? s : n - 8, 8, vals, idxs);           \
     }                                                                                                      \
     /* values (o), indices (oi) or both: one specialised loop each */                                     \
-    static void maxpool2x2_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, int64_t W, int64_t n) { \
+    static __attribute__((unused)) void maxpool2x2_flat_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, \
+                                                              int64_t W, int64_t n) {                     \
         if (o && oi) maxpool2x2_plane_##SUF(in, off, o, oi, W, n, true, true);                             \
         else if (o) maxpool2x2_plane_##SUF(in, off, o, oi, W, n, true, false);                             \
         else maxpool2x2_plane_##SUF(in, off, o, oi, W, n, false, true);                                    \
     }
 MAXPOOL2X2(f32, float)
 MAXPOOL2X2(f64, double)
+
+#if defined(__AVX512F__)
+/* The lanes where v replaces the running maximum m: larger, or NaN. */
+static inline __mmask16 pool_takes(__m512 v, __m512 m) {
+    return _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+}
+
+/* One output row of the float32 2x2 pool, 16 outputs at a time (the last ones masked): the even and
+ * odd columns of the rows top and top + W de-interleaved in registers (the flat spans' gathers are
+ * slow), each row's pair decided first, then the two winners. The scan order's rule (larger, or NaN,
+ * wins: the last NaN, else the first largest) gives the same value and index that way. base: the
+ * index of top[0] in its plane. */
+static void maxpool2x2_row_f32(const float *top, int64_t W, float *o, int64_t *oi, int64_t base, int64_t n) {
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+    const __m512i lane2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+    for (int64_t k = 0; k < n; k += 16) {
+        unsigned m = n - k < 16 ? (unsigned)(n - k) : 16;
+        __mmask16 mo = (__mmask16)((1u << m) - 1), m0 = (__mmask16)(m >= 8 ? 0xffff : (1u << 2 * m) - 1);
+        __mmask16 m1 = (__mmask16)(m <= 8 ? 0 : m == 16 ? 0xffff : (1u << (2 * m - 16)) - 1);
+        __m512 v[2][2]; /* [row][column parity] */
+        for (int r = 0; r < 2; r++) {
+            const float *src = top + r * W + 2 * k;
+            __m512 a = _mm512_maskz_loadu_ps(m0, src), b = _mm512_maskz_loadu_ps(m1, src + 16);
+            v[r][0] = _mm512_permutex2var_ps(a, ev, b);
+            v[r][1] = _mm512_permutex2var_ps(a, od, b);
+        }
+        __mmask16 t0 = pool_takes(v[0][1], v[0][0]), t1 = pool_takes(v[1][1], v[1][0]);
+        __m512 p0 = _mm512_mask_blend_ps(t0, v[0][0], v[0][1]), p1 = _mm512_mask_blend_ps(t1, v[1][0], v[1][1]);
+        __mmask16 tb = pool_takes(p1, p0);
+        if (o) _mm512_mask_storeu_ps(o + k, mo, _mm512_mask_blend_ps(tb, p0, p1));
+        if (oi) { /* base + 2 (k + lane) + (bottom ? W : 0) + (odd column ? 1 : 0) */
+            __m512i one = _mm512_set1_epi32(1), w = _mm512_set1_epi32((int)W);
+            __m512i top32 = _mm512_maskz_mov_epi32(t0, one);
+            __m512i bot32 = _mm512_add_epi32(w, _mm512_maskz_mov_epi32(t1, one));
+            __m512i sel = _mm512_mask_blend_epi32(tb, top32, bot32);
+            __m512i b64 = _mm512_add_epi64(_mm512_set1_epi64(base + 2 * k), lane2);
+            __m512i lo = _mm512_add_epi64(b64, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(sel)));
+            __m512i hi = _mm512_add_epi64(_mm512_add_epi64(b64, _mm512_set1_epi64(16)),
+                                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(sel, 1)));
+            _mm512_mask_storeu_epi64(oi + k, (__mmask8)mo, lo);
+            _mm512_mask_storeu_epi64(oi + k + 8, (__mmask8)(mo >> 8), hi);
+        }
+    }
+}
+#endif
+
+/* The 2x2 stride-2 pool of one plane (off: the flat spans' window offsets). */
+static void maxpool2x2_f32(const float *in, const int32_t *off, float *o, int64_t *oi, const PoolGeo *p) {
+#if defined(__AVX512F__)
+    (void)off;
+    for (int64_t oh = 0; oh < p->Ho; oh++)
+        maxpool2x2_row_f32(in + 2 * oh * p->W, p->W, o ? o + oh * p->Wo : NULL, oi ? oi + oh * p->Wo : NULL,
+                           2 * oh * p->W, p->Wo);
+#else
+    maxpool2x2_flat_f32(in, off, o, oi, p->W, p->Ho * p->Wo);
+#endif
+}
+
+static void maxpool2x2_f64(const double *in, const int32_t *off, double *o, int64_t *oi, const PoolGeo *p) {
+    maxpool2x2_flat_f64(in, off, o, oi, p->W, p->Ho * p->Wo);
+}
 
 /* The window offsets of the 2x2 stride-2 path, or NULL when it does not apply
  * (or on no memory: the general loop then runs). */
@@ -986,7 +1049,7 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
             T *o = y ? y + pl * p->Ho * p->Wo : NULL;                                                      \
             int64_t *oi = idx ? idx + pl * p->Ho * p->Wo : NULL;                                           \
             if (off) {                                                                                     \
-                maxpool2x2_##SUF(in, off, o, oi, p->W, p->Ho * p->Wo);                                     \
+                maxpool2x2_##SUF(in, off, o, oi, p);                                                       \
                 continue;                                                                                  \
             }                                                                                              \
             for (int64_t oh = 0; oh < p->Ho; oh++) {                                                       \

@@ -546,9 +546,11 @@ def test_conv2d_winograd_overflow():
 
 
 def test_max_pool2d_2x2_path():
-    """The 2x2 stride-2 kernel (flat spans of 8 over each plane, the last moved back): planes of
-    fewer and more than 8 outputs, odd sizes (the last row or column left out), ties and NaNs."""
-    for xs in [(1, 1, 2, 2), (2, 3, 8, 8), (1, 2, 28, 28), (1, 2, 9, 7), (3, 14, 14), (2, 5, 6, 5)]:
+    """The 2x2 stride-2 kernel (float32 with AVX-512: rows of 16 outputs, the last ones masked; else
+    flat spans of 8 over each plane, the last moved back): planes of fewer and more than 8 outputs,
+    rows of 1 to 35 outputs, odd sizes (the last row or column left out), ties and NaNs."""
+    for xs in [(1, 1, 2, 2), (2, 3, 8, 8), (1, 2, 28, 28), (1, 2, 9, 7), (3, 14, 14), (2, 5, 6, 5), (1, 2, 6, 40),
+               (2, 1, 5, 71), (1, 1, 4, 33)]:
         for dtype in (F32, D):
             x = torch.randint(-2, 3, xs, generator=GEN).to(dtype)
             x.view(-1)[::7] = float("nan")
