@@ -36,6 +36,7 @@ typedef struct {
     ct_dtype dtype[MAXOPS];               /* operands' storage dtypes */
     ct_dtype want[MAXOPS];                /* the dtypes the kernel sees */
     bool tiled;                           /* the tiled loop (plan_tiles) */
+    int64_t tb1;                          /* its tiles: TB0 x tb1 */
     bool tr[MAXOPS];                      /* in the tiled loop: gathered a tile at a time */
 } Plan;
 
@@ -97,18 +98,6 @@ bool at_same_device(const char *op, const TensorImpl *a, const TensorImpl *b) {
         return true;
     c10_error("%s: Expected all tensors to be on the same device, but found at least two devices, meta and cpu!", op);
     return false;
-}
-
-/* PyTorch's assert_no_partial_overlap, for the cases it decides: two dense
- * tensors over the same storage whose memory ranges overlap without being the
- * same elements. */
-static bool partial_overlap(const TensorImpl *out, const TensorImpl *in) {
-    if (out->storage != in->storage || !out->is_contiguous || !in->is_contiguous || !out->numel || !in->numel)
-        return false;
-    int64_t a0 = out->offset * (int64_t)c10_elsize[out->dtype], a1 = a0 + out->numel * (int64_t)c10_elsize[out->dtype];
-    int64_t b0 = in->offset * (int64_t)c10_elsize[in->dtype], b1 = b0 + in->numel * (int64_t)c10_elsize[in->dtype];
-    if (a0 == b0 && a1 == b1) return false; /* the same elements: fine */
-    return a0 < b1 && b0 < a1;
 }
 
 /* ---- output allocation in the inputs' layout ---- */
@@ -184,6 +173,20 @@ static bool dense_non_overlapping(const TensorImpl *t) {
         expect *= t->sizes[d];
     }
     return true;
+}
+
+/* PyTorch's assert_no_partial_overlap, for the cases it decides: two dense
+ * tensors over the same storage whose memory ranges overlap without being the
+ * same elements (the same range with other strides, as x and x.t(), is not). */
+static bool partial_overlap(const TensorImpl *out, const TensorImpl *in) {
+    if (out->storage != in->storage || !out->numel || !in->numel || !dense_non_overlapping(out) ||
+        !dense_non_overlapping(in))
+        return false;
+    int64_t a0 = out->offset * (int64_t)c10_elsize[out->dtype], a1 = a0 + out->numel * (int64_t)c10_elsize[out->dtype];
+    int64_t b0 = in->offset * (int64_t)c10_elsize[in->dtype], b1 = b0 + in->numel * (int64_t)c10_elsize[in->dtype];
+    if (a0 == b0 && a1 == b1)
+        return out->ndim != in->ndim || memcmp(out->strides, in->strides, sizeof(int64_t) * (size_t)out->ndim);
+    return a0 < b1 && b0 < a1;
 }
 
 TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, ct_dtype dtype,
@@ -551,11 +554,11 @@ static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kern
  * a.t() + b: the output follows a.t(), so along dim 0 b's elements are a row
  * apart, and the row-by-row loop would read one element per cache line. When
  * an input is unit-stride along another dim, that dim becomes dim 1 and the
- * loop goes over TB0 x TB1 tiles of dims 0 and 1: such inputs are gathered a
+ * loop goes over TB0 x tb1 tiles of dims 0 and 1: such inputs are gathered a
  * tile at a time, transposed (every line they touch is used whole), and the
  * kernel runs along dim 0 on each row of the tile. */
 #define TB0 64
-#define TB1 (CHUNK / TB0)
+#define TB1_MAX 128
 
 static bool transposed_input(const Plan *pl, int k, int d) {
     int64_t es = (int64_t)c10_elsize[pl->dtype[k]];
@@ -574,12 +577,18 @@ static void plan_tiles(Plan *pl) {
     int64_t t = pl->shape[1]; /* dims >= 1 go in any order: d1 becomes dim 1 */
     pl->shape[1] = pl->shape[d1], pl->shape[d1] = t;
     for (int k = 0; k < pl->nops; k++) t = pl->stride[k][1], pl->stride[k][1] = pl->stride[k][d1], pl->stride[k][d1] = t;
-    for (int k = 0; k < pl->nops; k++) pl->tr[k] = k > 0 && transposed_input(pl, k, 1);
+    /* as wide as the buffers allow (rows of a tiled input: 128 bytes and more) */
+    int64_t ew = 1;
+    for (int k = 0; k < pl->nops; k++) {
+        pl->tr[k] = k > 0 && transposed_input(pl, k, 1);
+        if (pl->tr[k] && (int64_t)c10_elsize[pl->want[k]] > ew) ew = (int64_t)c10_elsize[pl->want[k]];
+    }
+    pl->tb1 = CHUNK * 8 / TB0 / ew < TB1_MAX ? CHUNK * 8 / TB0 / ew : TB1_MAX;
     pl->tiled = true;
 }
 
 static int64_t tile_count(const Plan *pl) {
-    int64_t n = ((pl->shape[0] + TB0 - 1) / TB0) * ((pl->shape[1] + TB1 - 1) / TB1);
+    int64_t n = ((pl->shape[0] + TB0 - 1) / TB0) * ((pl->shape[1] + pl->tb1 - 1) / pl->tb1);
     for (int d = 2; d < pl->ndim; d++) n *= pl->shape[d];
     return n;
 }
@@ -587,12 +596,12 @@ static int64_t tile_count(const Plan *pl) {
 static void run_tiles(const Plan *pl, int64_t begin, int64_t end, ew_kernel kernel, const double *s) {
     bool direct[MAXOPS], all_direct;
     find_direct(pl, direct, &all_direct);
-    int64_t n0 = (pl->shape[0] + TB0 - 1) / TB0, n1 = (pl->shape[1] + TB1 - 1) / TB1;
+    int64_t n0 = (pl->shape[0] + TB0 - 1) / TB0, tb1 = pl->tb1, n1 = (pl->shape[1] + tb1 - 1) / tb1;
     for (int64_t t = begin; t < end; t++) {
-        int64_t r = t / n0, i0 = t % n0 * TB0, j0 = r % n1 * TB1;
+        int64_t r = t / n0, i0 = t % n0 * TB0, j0 = r % n1 * tb1;
         r /= n1;
         int64_t m0 = pl->shape[0] - i0 < TB0 ? pl->shape[0] - i0 : TB0;
-        int64_t m1 = pl->shape[1] - j0 < TB1 ? pl->shape[1] - j0 : TB1;
+        int64_t m1 = pl->shape[1] - j0 < tb1 ? pl->shape[1] - j0 : tb1;
         char *ptr[MAXOPS], *tile[MAXOPS];
         int64_t ahead[MAXOPS]; /* to the next tile, within these dims */
         bool last = t + 1 == end;

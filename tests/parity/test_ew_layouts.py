@@ -190,3 +190,35 @@ def test_where_three_layouts(dtype):
     for x, y in ((a, b), (b, c), (c, b)):
         got = ct.check(lib.ct_where(ct.from_torch(cond), ct.from_torch(x), ct.from_torch(y)))
         ct.assert_close(got, torch.where(cond, x, y), what="where: ")
+
+
+def test_self_overlap_with_transposed_view():
+    """The same memory under other strides (x and x.t()) is a partial overlap
+    for torch: in-place forms and copy_ refuse it, as they refuse shifted rows;
+    the same elements (x and x) and disjoint parts are fine."""
+    x = values((40, 40), torch.float32, 30)
+    h = ct.from_torch(x)
+    ht = ct.check(lib.ct_t(h))
+    hu = ct.check(lib.ct_unsqueeze(h, 0))
+    rows = ct.check(lib.ct_narrow(h, 0, 0, 20))
+    shifted = ct.check(lib.ct_narrow(h, 0, 10, 20))
+    on_copy = lambda f: lambda: f(x.clone())  # noqa: E731
+    cases = [("x.add_(x.t())", on_copy(lambda z: z.add_(z.t())), lambda: lib.ct_add_(h, ht)),
+             ("x.t().add_(x)", on_copy(lambda z: z.t().add_(z)), lambda: lib.ct_add_(ht, h)),
+             ("x.copy_(x.t())", on_copy(lambda z: z.copy_(z.t())), lambda: lib.ct_copy_(h, ht)),
+             ("x.unsqueeze(0).add_(x)", on_copy(lambda z: z.unsqueeze(0).add_(z)), lambda: lib.ct_add_(hu, h)),
+             ("x[:20].add_(x[10:30])", on_copy(lambda z: z[:20].add_(z[10:30])), lambda: lib.ct_add_(rows, shifted))]
+    for what, tfn, cfn in cases:
+        msg = ct.torch_error(tfn)
+        assert msg, f"{what}: torch accepts it"
+        ct.assert_error(cfn(), msg, what=what + ": ")
+    want = x.clone()
+    want.add_(want)
+    ct.check_int(lib.ct_add_(h, h))
+    ct.assert_close(h, want, what="x.add_(x): ")
+    y = values((40, 40), torch.float32, 31)
+    hy = ct.from_torch(y)
+    left, right = ct.check(lib.ct_narrow(hy, 1, 0, 20)), ct.check(lib.ct_narrow(hy, 1, 20, 20))
+    ct.check_int(lib.ct_add_(left, right))
+    y[:, :20].add_(y[:, 20:])
+    ct.assert_close(hy, y, what="disjoint halves: ")
