@@ -7,7 +7,7 @@
  * (quiet, sign kept).
  */
 #include "core.h"
-#ifdef __F16C__
+#if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -90,6 +90,9 @@ void c10_half_to_float_n(float *d, const uint16_t *s, bool bf, int64_t n) {
         for (; i < n; i++) u[i] = (uint32_t)s[i] << 16;
         return;
     }
+#ifdef __AVX512F__
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(s + i))));
+#endif
 #ifdef __F16C__
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
 #endif
@@ -106,6 +109,10 @@ void c10_float_to_half_n(uint16_t *d, const float *s, bool bf, int64_t n) {
         }
         return;
     }
+#ifdef __AVX512F__
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(d + i), _mm512_cvtps_ph(_mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+#endif
 #ifdef __F16C__
     for (; i + 8 <= n; i += 8)
         _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
