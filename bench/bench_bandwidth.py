@@ -33,7 +33,7 @@ for name, res, args in [
     ("ct_from_data", P, [P, I64P, ctypes.c_int, ctypes.c_int]), ("ct_t", P, [P]),
     ("ct_slice", P, [P, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]),
     ("ct_expand", P, [P, I64P, ctypes.c_int]), ("ct_add", P, [P, P]), ("ct_add_", ctypes.c_int, [P, P]),
-    ("ct_exp", P, [P]), ("ct_exp_", ctypes.c_int, [P]), ("ct_sum", P, [P]),
+    ("ct_exp", P, [P]), ("ct_exp_", ctypes.c_int, [P]), ("ct_copy_", ctypes.c_int, [P, P]), ("ct_sum", P, [P]),
     ("ct_sum_dims", P, [P, INTP, ctypes.c_int, ctypes.c_bool]), ("ct_softmax", P, [P, ctypes.c_int]),
     ("ct_free", None, [P]), ("ct_set_num_threads", None, [ctypes.c_int]),
     ("ct_last_error", ctypes.c_char_p, []),
@@ -82,8 +82,18 @@ class Operands:
                       check(lib.ct_slice(self.cw, 1, 0, 2 * N, 2))]
         self.cat, self.cve, self.cws = self.views
 
+    def reset(self):
+        """a (both sides) back to its first values, untimed: exp_ timed on its
+        own output would see huge and infinite inputs from the third call on,
+        where libm's scalar exp (float64) takes its slow overflow path."""
+        if not hasattr(self, "a0"):
+            self.a0 = self.a.clone()
+            self.ca0 = ct_of(self.a0)
+        self.a.copy_(self.a0)
+        check(lib.ct_copy_(self.ca, self.ca0) == 0)
+
     def free(self):
-        for h in self.views + [self.ca, self.cb, self.cv, self.cw]:
+        for h in self.views + [self.ca, self.cb, self.cv, self.cw] + ([self.ca0] if hasattr(self, "ca0") else []):
             lib.ct_free(h)
 
     def first(self, layout):
@@ -107,15 +117,15 @@ def out_elsize(op, dt):
 
 
 def workload(op, layout, o):
-    """(ctorch fn, torch fn, bytes) or None when the op does not apply."""
+    """(ctorch fn, torch fn, bytes[, reset]) or None when the op does not apply."""
     dt, es = o.dt, o.a.element_size()
     fl = dt.is_floating_point
     oes = out_elsize(op, dt)
     if layout == "inplace":
         if op == "add":
             return (lambda: check(lib.ct_add_(o.ca, o.cb) == 0), lambda: o.a.add_(o.b), 3 * N * N * es)
-        if op == "exp" and fl:
-            return (lambda: check(lib.ct_exp_(o.ca) == 0), lambda: o.a.exp_(), 2 * N * N * es)
+        if op == "exp" and fl:  # a fresh copy of a before each timed call, see reset()
+            return (lambda: check(lib.ct_exp_(o.ca) == 0), lambda: o.a.exp_(), 2 * N * N * es, o.reset)
         return None
     x, cx, xb = o.first(layout)
     if op == "add":
@@ -142,16 +152,21 @@ def timed(fn):
     return time.perf_counter() - t0
 
 
-def median_pair(ct_fn, torch_fn, reps):
+def median_pair(ct_fn, torch_fn, reps, reset=None):
     """Interleaved runs, the first of each a warm-up; torch's time is None when
-    torch 1.13 lacks the kernel (exp of float16 on CPU)."""
+    torch 1.13 lacks the kernel (exp of float16 on CPU). reset, when given,
+    runs untimed before each timed call."""
     try:
         torch_fn()
     except RuntimeError:
         torch_fn = None
+    reset = reset or (lambda: None)
     a, b = [], []
     for i in range(reps + 1):
-        x, y = timed(ct_fn), timed(torch_fn) if torch_fn else None
+        reset()
+        x = timed(ct_fn)
+        reset()
+        y = timed(torch_fn) if torch_fn else None
         if i:
             a.append(x)
             b.append(y)
@@ -183,7 +198,7 @@ def main():
             for lay in layouts:
                 w = workload(op, lay, o)
                 if w:
-                    ct_t, th_t = median_pair(w[0], w[1], args.reps)
+                    ct_t, th_t = median_pair(*w[:2], args.reps, *w[3:])
                     res[op, lay, dn] = (w[2] / ct_t / 1e9, w[2] / th_t / 1e9 if th_t else float("nan"))
         o.free()
     tris.append(triad())
