@@ -185,3 +185,17 @@ def test_sum_src_dtypes(dtype):
         da, nd = dims(-1)
         ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(-1), rtol=rtol, atol=atol,
                         what=f"{tuple(x.shape)} sum(-1): ")
+
+
+@pytest.mark.parametrize("n", [1, 17, 4099])
+def test_softmax_exp_range(n):
+    """float32 softmax over the whole range of the exp (x - max from 0 down
+    past the underflow at -104, subnormal results included) within a few ulp
+    of the exact result, log_softmax too."""
+    x = torch.linspace(-112, 0, n, dtype=torch.float64)[torch.randperm(n, generator=GEN)].float()
+    x = torch.stack([x, x + 30, x * 0.5, torch.full_like(x, -3.0)])
+    h = ct.from_torch(x)
+    want = torch.softmax(x.double(), -1)
+    ct.assert_close(ct.check(lib.ct_softmax(h, -1)), want.float(), rtol=3e-6, atol=1e-44, what="softmax: ")
+    ct.assert_close(ct.check(lib.ct_log_softmax(h, -1)), torch.log_softmax(x.double(), -1).float(), rtol=3e-6,
+                    atol=3e-6, what="log_softmax: ")

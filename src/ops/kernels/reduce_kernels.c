@@ -377,11 +377,21 @@ static inline double dlog(double x) { return log(x); }
 #define LOG_float flog
 #define LOG_double dlog
 #define SB 256 /* columns per block when the softmax dim is not innermost */
+/* The float rows with fused multiply-adds in vm_expf's polynomial (clang
+ * contracts a * b + c by default, gcc in ISO C mode does not): the exp pass,
+ * the bulk of the work, takes ~30% less time, within 1.3 ulp of exp. The
+ * double rows keep vmath.h's own rounding. */
+#if defined __GNUC__ && !defined __clang__
+#define ROW_ATTR_float __attribute__((optimize("fp-contract=fast")))
+#else
+#define ROW_ATTR_float
+#endif
+#define ROW_ATTR_double
 
 #define SOFTMAX(T)                                                                       \
     /* next: the following row, prefetched during the max pass (the rows stream \
      * from memory; the later passes hit L1) */                                         \
-    static void softmax_row_##T(const T *restrict x, T *restrict y, int64_t n, bool logm, \
+    ROW_ATTR_##T static void softmax_row_##T(const T *restrict x, T *restrict y, int64_t n, bool logm, \
                                 const T *next) {                                         \
         T mv[LANES];                                                                     \
         for (int j = 0; j < LANES; j++) mv[j] = -INFINITY;                               \
