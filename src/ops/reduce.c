@@ -6,14 +6,17 @@
  *      in logical order, dropping size-1 dims and coalescing neighbours that
  *      are contiguous with each other (a full reduction of a contiguous tensor
  *      becomes one run of numel elements);
- *   2. when the innermost kept dim is contiguous and the reduction is a float
- *      sum, vectorise across it: a block of the output row lives in double
+ *   2. when the reduction is a sum and the innermost kept dim has a small
+ *      stride, vectorise across it: a block of the output row lives in
  *      accumulators and every reduced position adds a row into them
- *      (sum(dim=0) of [4096, 4096] streams the rows);
+ *      (sum(dim=0) of [4096, 4096] streams the rows; rows of another dtype
+ *      or strided are gathered first, and prefetched);
  *   3. otherwise reduce each output over its reduced positions, run by run:
- *      contiguous runs of the compute dtype go straight to the op's kernel
- *      (several accumulator lanes, vectorised), the others (strided, another
- *      dtype) are gathered into a small per-thread buffer first;
+ *      contiguous runs of the compute dtype (for sums also of 16-bit floats
+ *      and narrower integers) go straight to the op's kernel (several
+ *      accumulator lanes, vectorised), once per output when the run is the
+ *      whole reduction; the others (strided, another dtype) are gathered
+ *      into a small per-thread buffer first;
  *   4. threads split the outputs, or, when there are fewer outputs than
  *      threads, each output's reduced range in fixed parts combined in order:
  *      results are deterministic for a given thread count.
