@@ -1,0 +1,166 @@
+"""Parity of the float64 ops that run on vmath.h's vectorised exp, log and tanh
+(exp, log, tanh, sigmoid, silu, softplus, gelu(tanh), softmax, log_softmax) with
+PyTorch: random values across the whole range, the IEEE edges (inf, NaN, +-0,
+subnormals, overflow and underflow thresholds), odd sizes and non-contiguous
+layouts. torch's float64 exp, log and tanh are Sleef's (measured: up to 0.83 ulp
+for exp, 0.99 for tanh), vmath.h's are below 0.8 ulp, so the two agree to 1 ulp;
+sigmoid and silu (1 / (1 + exp(-x)): both sides err up to 1.37 ulp) and softplus
+(log1p(exp)) to 2; softmax and log_softmax to a few ulps of the row, as their sums
+are added in another order. inf, NaN and the sign of zero must match exactly.
+tests/test_vmath.c checks the accuracy itself against long double libm."""
+import math
+from ctypes import c_char_p, c_double, c_int, c_void_p
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as TF  # noqa: E402
+
+import ctorch_ffi as ct  # noqa: E402
+
+T = c_void_p
+for _n in ["exp", "log", "tanh", "sigmoid", "silu"]:
+    ct.declare("ct_" + _n, T, [T])
+    ct.declare("ct_" + _n + "_", c_int, [T])
+for _row in [("ct_softplus", T, [T, c_double, c_double]), ("ct_gelu", T, [T, c_char_p]),
+             ("ct_softmax", T, [T, c_int]), ("ct_log_softmax", T, [T, c_int])]:
+    ct.declare(*_row)
+L = ct.lib
+
+# the edges: specials, subnormals, exp's overflow (709.78) and underflow (-708.40 to
+# normal, -744.44 to the last subnormal, -745.13 to 0), tanh's 0.625 and its 1 (19.06)
+EDGES = [0.0, -0.0, math.inf, -math.inf, math.nan, 5e-324, -5e-324, 2.2250738585072014e-308,
+         -2.2250738585072014e-308, 1e-300, 1e-17, -1e-17, 1.0, -1.0, 0.5, 0.625, -0.625,
+         0.6931471805599453, 0.7071067811865476, 1.4142135623730951, 19.0625, -19.0625, 22.0,
+         709.782712893384, 709.7827128933841, -708.3964185322641, -708.4, -744.4400719213812,
+         -745.1332191019411, -745.1332191019412, -745.2, -746.0, -1000.0, 1e300, -1e300,
+         1.7976931348623157e308, -1.7976931348623157e308]
+
+
+def edges():
+    x = torch.tensor(EDGES, dtype=torch.float64)
+    near = torch.cat([torch.nextafter(x, torch.full_like(x, math.inf)),
+                      torch.nextafter(x, torch.full_like(x, -math.inf))])
+    return torch.cat([x, near[near.isfinite()]])
+
+
+def randoms(n, g):
+    """n doubles: uniform over exp's domain, over [-2, 2], and any bit pattern"""
+    k = n // 3
+    parts = [torch.rand(k, generator=g, dtype=torch.float64) * 1456 - 746,
+             torch.rand(k, generator=g, dtype=torch.float64) * 4 - 2,
+             torch.randint(-2**63, 2**63 - 1, (n - 2 * k,), generator=g, dtype=torch.int64)
+             .view(torch.float64)]
+    return torch.cat(parts)
+
+
+def ordered(t):
+    """the bits as integers in the order of the doubles (so ulp distance = difference)"""
+    b = t.contiguous().view(torch.int64)
+    return torch.where(b < 0, -(b & 0x7fffffffffffffff), b)
+
+
+def mismatches(got, want, ulps, atol):
+    """indices where got and want differ by more than ulps units in the last place
+    and more than atol, NaN matching NaN, infinities and signs exactly"""
+    nan = want.isnan()
+    dist = (ordered(got) - ordered(want)).abs()
+    far = (dist > ulps) & ((got - want).abs() > atol)
+    bad = (got.isnan() != nan) | (~nan & ((got.signbit() != want.signbit()) | (want.isinf() & (got != want)) | far))
+    return bad.nonzero().flatten()
+
+
+def check(h, want, what, ulps=1, atol=0.0):
+    got = ct.to_torch(ct.check(h))
+    assert got.dtype == want.dtype and got.shape == want.shape, f"{what}: {got.dtype}{got.shape}"
+    g, w = got.flatten(), want.flatten()
+    bad = mismatches(g, w, ulps, atol)
+    assert bad.numel() == 0, (f"{what}: {bad.numel()} of {w.numel()} differ by more than {ulps} ulp, e.g. "
+                              + ", ".join(f"{i}: {g[i].item()!r} vs torch {w[i].item()!r}"
+                                          for i in bad[:5].tolist()))
+
+
+UNARY = {"exp": (torch.exp, 1), "log": (torch.log, 1), "tanh": (torch.tanh, 1),
+         "sigmoid": (torch.sigmoid, 2), "silu": (TF.silu, 2)}
+SLEEF_EXP_MAX = 709.78271114955742909  # Sleef's exp is inf above this, 2e-6 early
+
+
+def unary(name, x):
+    """torch's result, except where torch's float64 exp overflows early: there the
+    IEEE result (libm's, finite up to 709.782712893384) is wanted"""
+    want = UNARY[name][0](x)
+    if name == "exp":
+        early = (x > SLEEF_EXP_MAX) & (x <= 709.782712893384)
+        want[early] = torch.tensor([math.exp(v) for v in x[early].tolist()], dtype=torch.float64)
+    return want
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary_random_and_edges(name):
+    g = torch.Generator().manual_seed(3)
+    x = torch.cat([edges(), randoms(300_001, g)])
+    if name == "log":  # the positive half, every binade (and the negatives: NaN)
+        x = torch.cat([x, x.abs()])
+    check(getattr(L, "ct_" + name)(ct.from_torch(x)), unary(name, x), name, UNARY[name][1])
+
+
+def test_exp_overflow_edge():
+    x = torch.tensor([709.782712893384, 709.7827128933841, SLEEF_EXP_MAX], dtype=torch.float64)
+    x = torch.cat([x, torch.nextafter(x, torch.full_like(x, -math.inf))])
+    got = ct.to_torch(ct.check(L.ct_exp(ct.from_torch(x)))).tolist()
+    want = [math.exp(v) if v <= 709.782712893384 else math.inf for v in x.tolist()]
+    assert got == want
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary_sizes_and_layouts(name):
+    g = torch.Generator().manual_seed(4)
+    for n in [0, 1, 2, 7, 8, 9, 15, 17, 63, 1001]:
+        x = randoms(n, g) if n > 2 else torch.tensor([-0.625, 30.0][:n], dtype=torch.float64)
+        check(getattr(L, "ct_" + name)(ct.from_torch(x)), unary(name, x), f"{name}[{n}]", UNARY[name][1])
+    base = torch.rand(37, 26, generator=g, dtype=torch.float64) * 60 - 30
+    for what, x in [("t()", base.t()), ("[:, ::3]", base[:, ::3]), ("[::2, 1:]", base[::2, 1:]),
+                    ("expand", base[:1, :13].expand(9, 13))]:
+        check(getattr(L, "ct_" + name)(ct.from_torch(x)), unary(name, x), f"{name}{what}", UNARY[name][1])
+    x = base.t().clone()  # in place, on a transposed view
+    h = ct.from_torch(x.t())
+    ct.check_int(getattr(L, "ct_" + name + "_")(h))
+    check(h, unary(name, x.t()), f"{name}_ in place", UNARY[name][1])
+
+
+def test_softplus():
+    g = torch.Generator().manual_seed(5)
+    x = torch.cat([edges(), randoms(30_001, g), torch.rand(30_001, generator=g, dtype=torch.float64) * 80 - 40])
+    for beta, th in [(1, 20), (2, 5), (0.5, 30)]:
+        check(L.ct_softplus(ct.from_torch(x), beta, th), TF.softplus(x, beta, th), f"softplus({beta}, {th})",
+              ulps=2)
+
+
+def test_gelu_tanh():
+    g = torch.Generator().manual_seed(6)
+    x = torch.cat([edges(), torch.rand(30_001, generator=g, dtype=torch.float64) * 20 - 10])
+    # 0.5 x (1 + tanh(...)): where tanh is near -1 the sum cancels, so ulps of tanh
+    # become many ulps of the result; compare relative to the larger of |x| and 1e-300
+    got = ct.to_torch(ct.check(L.ct_gelu(ct.from_torch(x), b"tanh")))
+    want = TF.gelu(x, approximate="tanh")
+    err = ((got - want).abs() / x.abs().clamp(min=1e-300))[want.isfinite()]
+    assert err.max().item() <= 4 * 2**-53, f"gelu tanh: relative error {err.max().item()}"
+    assert torch.equal(got.isnan(), want.isnan())
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax(log):
+    g = torch.Generator().manual_seed(7 + log)
+    fn, ct_fn = (torch.log_softmax, L.ct_log_softmax) if log else (torch.softmax, L.ct_softmax)
+    for shape in [(1, 1), (3, 7), (5, 33), (64, 1000), (2, 3, 17)]:
+        x = torch.randn(*shape, generator=g, dtype=torch.float64) * 30
+        for dim in range(-1, -len(shape) - 1, -1):
+            # the row sums are added in another order than torch's: a few ulps, and
+            # log(sum)'s ulps where x - max - log(sum) cancels
+            for what, v in [("", x), (".transpose", x.transpose(0, -1))]:
+                check(ct_fn(ct.from_torch(v), dim), fn(v, dim), f"{fn.__name__}{shape}{what} dim {dim}", ulps=8,
+                      atol=2**-50 if log else 0.0)
+    # the edges in a row: inf and NaN rows give torch's NaNs, -inf entries 0 / -inf
+    x = torch.tensor([[0.0, -math.inf, 1.0, -745.2], [math.inf, 0.0, 1.0, 2.0], [math.nan, 0.0, 1.0, 2.0],
+                      [-math.inf] * 4, [709.0, 710.0, -1000.0, 0.0]], dtype=torch.float64)
+    check(ct_fn(ct.from_torch(x), -1), fn(x, -1), f"{fn.__name__} edges", ulps=8, atol=2**-50 if log else 0.0)
