@@ -3,6 +3,7 @@
  * worked out by hand; tests/parity/test_elementwise.py compares with PyTorch. */
 #include "harness.h"
 #include <stdint.h>
+#include <stdlib.h>
 
 static ct_tensor *vec_f(const float *v, int64_t n) { return ct_from_data(v, (const int64_t[]){n}, 1, CT_FLOAT32); }
 static ct_tensor *vec_d(const double *v, int64_t n) { return ct_from_data(v, (const int64_t[]){n}, 1, CT_FLOAT64); }
@@ -215,6 +216,44 @@ TEST(large_threaded) {
     CHECK(c && ct_item(ct_select(ct_select(c, 0, 0), 0, 1)) == -400);
 }
 
+/* The tiled loop (an input whose unit stride is along another dim than the
+ * output's), exact integer values in every dtype checked element by element:
+ * x.t() + y with x.t()[i][j] = (j * R + i) % m, y[i][j] = (i * C + j) % m;
+ * R x C is large enough for two threads and not a multiple of the tiles. */
+static ct_tensor *pattern(int64_t rows, int64_t cols, int64_t m, ct_dtype dt) {
+    ct_tensor *a = ct_remainder_scalar(ct_arange(0, (double)(rows * cols), 1, CT_INT64), (double)m);
+    return ct_to_dtype(ct_reshape(a, CT_SHAPE(rows, cols)), dt);
+}
+
+static bool all_equal(const ct_tensor *t, int64_t rows, int64_t cols, double (*want)(int64_t, int64_t)) {
+    double *v = malloc(sizeof(double) * (size_t)(rows * cols));
+    bool ok = v && t && ct_copy_to_buffer(t, v, CT_FLOAT64) == 0;
+    for (int64_t i = 0; ok && i < rows; i++)
+        for (int64_t j = 0; ok && j < cols; j++) ok = v[i * cols + j] == want(i, j);
+    free(v);
+    return ok;
+}
+
+enum { TR = 301, TC = 299, TM = 64 };
+static double tiled_sum(int64_t i, int64_t j) { return (double)((j * TR + i) % TM + (i * TC + j) % TM); }
+static double tiled_x(int64_t i, int64_t j) { return (double)((j * TR + i) % TM); }
+
+TEST(tiled_layouts) {
+    const ct_dtype dts[] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16, CT_INT32, CT_INT64, CT_INT16, CT_UINT8};
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+        ct_tensor *xt = ct_t(pattern(TC, TR, TM, dts[d])), *y = pattern(TR, TC, TM, dts[d]);
+        CHECK(all_equal(ct_add(xt, y), TR, TC, tiled_sum));
+        CHECK(all_equal(ct_add(y, xt), TR, TC, tiled_sum));
+        ct_tensor *self = ct_t(pattern(TC, TR, TM, dts[d])); /* in place on a transposed self */
+        CHECK(ct_add_(self, y) == 0 && all_equal(self, TR, TC, tiled_sum));
+        ct_tensor *wide = ct_empty(CT_SHAPE(TR, TC), dts[d] == CT_FLOAT64 ? CT_FLOAT32 : CT_FLOAT64);
+        CHECK(ct_copy_(wide, ct_t(pattern(TC, TR, TM, dts[d]))) == 0 && all_equal(wide, TR, TC, tiled_x));
+    }
+    /* float16 + float32 transposed: promotion to float32 */
+    ct_tensor *s = ct_add(pattern(TR, TC, TM, CT_FLOAT16), ct_t(pattern(TC, TR, TM, CT_FLOAT32)));
+    CHECK(s && ct_dtype_of(s) == CT_FLOAT32 && all_equal(s, TR, TC, tiled_sum));
+}
+
 TEST(meta_device) {
     ct_tensor *a = ct_to_device(ct_ones(CT_SHAPE(4, 1, 3), CT_INT32), CT_META);
     ct_tensor *b = ct_to_device(ct_ones(CT_SHAPE(5, 1), CT_FLOAT32), CT_META);
@@ -256,6 +295,7 @@ int main(void) {
     RUN(integer_pow);
     RUN(bitwise_logical_minmax);
     RUN(large_threaded);
+    RUN(tiled_layouts);
     RUN(meta_device);
     RUN(gradients);
     return REPORT();

@@ -36,7 +36,7 @@ typedef struct {
     ct_dtype dtype[MAXOPS];               /* operands' storage dtypes */
     ct_dtype want[MAXOPS];                /* the dtypes the kernel sees */
     bool tiled;                           /* the tiled loop (plan_tiles) */
-    int64_t tb1;                          /* its tiles: TB0 x tb1 */
+    int64_t tb0, tb1;                     /* its tiles: tb0 x tb1 */
     bool tr[MAXOPS];                      /* in the tiled loop: gathered a tile at a time */
 } Plan;
 
@@ -554,10 +554,9 @@ static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kern
  * a.t() + b: the output follows a.t(), so along dim 0 b's elements are a row
  * apart, and the row-by-row loop would read one element per cache line. When
  * an input is unit-stride along another dim, that dim becomes dim 1 and the
- * loop goes over TB0 x tb1 tiles of dims 0 and 1: such inputs are gathered a
+ * loop goes over tb0 x tb1 tiles of dims 0 and 1: such inputs are gathered a
  * tile at a time, transposed (every line they touch is used whole), and the
  * kernel runs along dim 0 on each row of the tile. */
-#define TB0 64
 #define TB1_MAX 128
 
 static bool transposed_input(const Plan *pl, int k, int d) {
@@ -577,18 +576,24 @@ static void plan_tiles(Plan *pl) {
     int64_t t = pl->shape[1]; /* dims >= 1 go in any order: d1 becomes dim 1 */
     pl->shape[1] = pl->shape[d1], pl->shape[d1] = t;
     for (int k = 0; k < pl->nops; k++) t = pl->stride[k][1], pl->stride[k][1] = pl->stride[k][d1], pl->stride[k][d1] = t;
-    /* as wide as the buffers allow (rows of a tiled input: 128 bytes and more) */
+    /* rows of 64 elements, 128 when some operand is converted row by row
+     * (fewer calls); as wide as the buffers (tiles of a tiled input, in its
+     * dtype and the kernel's) allow: rows of a tiled input of 128 bytes and
+     * more, when they are not converted */
     int64_t ew = 1;
+    pl->tb0 = 64;
     for (int k = 0; k < pl->nops; k++) {
+        int64_t es = (int64_t)c10_elsize[pl->want[k]], sz = (int64_t)c10_elsize[pl->dtype[k]];
         pl->tr[k] = k > 0 && transposed_input(pl, k, 1);
-        if (pl->tr[k] && (int64_t)c10_elsize[pl->want[k]] > ew) ew = (int64_t)c10_elsize[pl->want[k]];
+        if (pl->tr[k] && (es > ew || sz > ew)) ew = es > sz ? es : sz;
+        if (!pl->tr[k] && pl->dtype[k] != pl->want[k]) pl->tb0 = 128;
     }
-    pl->tb1 = CHUNK * 8 / TB0 / ew < TB1_MAX ? CHUNK * 8 / TB0 / ew : TB1_MAX;
+    pl->tb1 = CHUNK * 8 / pl->tb0 / ew < TB1_MAX ? CHUNK * 8 / pl->tb0 / ew : TB1_MAX;
     pl->tiled = true;
 }
 
 static int64_t tile_count(const Plan *pl) {
-    int64_t n = ((pl->shape[0] + TB0 - 1) / TB0) * ((pl->shape[1] + pl->tb1 - 1) / pl->tb1);
+    int64_t n = ((pl->shape[0] + pl->tb0 - 1) / pl->tb0) * ((pl->shape[1] + pl->tb1 - 1) / pl->tb1);
     for (int d = 2; d < pl->ndim; d++) n *= pl->shape[d];
     return n;
 }
@@ -596,18 +601,18 @@ static int64_t tile_count(const Plan *pl) {
 static void run_tiles(const Plan *pl, int64_t begin, int64_t end, ew_kernel kernel, const double *s) {
     bool direct[MAXOPS], all_direct;
     find_direct(pl, direct, &all_direct);
-    int64_t n0 = (pl->shape[0] + TB0 - 1) / TB0, tb1 = pl->tb1, n1 = (pl->shape[1] + tb1 - 1) / tb1;
+    int64_t tb0 = pl->tb0, tb1 = pl->tb1, n0 = (pl->shape[0] + tb0 - 1) / tb0, n1 = (pl->shape[1] + tb1 - 1) / tb1;
     for (int64_t t = begin; t < end; t++) {
-        int64_t r = t / n0, i0 = t % n0 * TB0, j0 = r % n1 * tb1;
+        int64_t r = t / n0, i0 = t % n0 * tb0, j0 = r % n1 * tb1;
         r /= n1;
-        int64_t m0 = pl->shape[0] - i0 < TB0 ? pl->shape[0] - i0 : TB0;
+        int64_t m0 = pl->shape[0] - i0 < tb0 ? pl->shape[0] - i0 : tb0;
         int64_t m1 = pl->shape[1] - j0 < tb1 ? pl->shape[1] - j0 : tb1;
         char *ptr[MAXOPS], *tile[MAXOPS];
         int64_t ahead[MAXOPS]; /* to the next tile, within these dims */
         bool last = t + 1 == end;
         for (int k = 0; k < pl->nops; k++) {
             ptr[k] = pl->data[k] + i0 * pl->stride[k][0] + j0 * pl->stride[k][1];
-            ahead[k] = last || i0 + TB0 >= pl->shape[0] ? 0 : TB0 * pl->stride[k][0];
+            ahead[k] = last || i0 + tb0 >= pl->shape[0] ? 0 : tb0 * pl->stride[k][0];
         }
         for (int d = 2; d < pl->ndim; d++, r /= pl->shape[d - 1])
             for (int k = 0; k < pl->nops; k++) ptr[k] += r % pl->shape[d] * pl->stride[k][d];

@@ -222,3 +222,21 @@ def test_self_overlap_with_transposed_view():
     ct.check_int(lib.ct_add_(left, right))
     y[:, :20].add_(y[:, 20:])
     ct.assert_close(hy, y, what="disjoint halves: ")
+
+
+CONVERSIONS = [(torch.float64, torch.float32), (torch.float64, torch.float16), (torch.int64, torch.int8),
+               (torch.float32, torch.bfloat16), (torch.int16, torch.float64), (torch.uint8, torch.int64),
+               (torch.bool, torch.float32), (torch.float16, torch.float64)]
+
+
+@pytest.mark.parametrize("src_dt,dst_dt", CONVERSIONS, ids=lambda d: IDS(d))
+def test_copy_converting_transposed(src_dt, dst_dt):
+    """copy_ of a transposed source into a contiguous tensor of another dtype:
+    the tiled loop with the source tiles wider or narrower than the kernel's."""
+    for shape in [(300, 301), (37, 1029), (5, 70, 37)]:
+        src = transposed(shape, src_dt, 32)
+        want = torch.zeros(shape, dtype=dst_dt)
+        want.copy_(src)
+        h = ct.from_torch(torch.zeros(shape, dtype=dst_dt))
+        ct.check_int(lib.ct_copy_(h, ct.from_torch(src)))
+        ct.assert_close(h, want, what=f"copy_ {src_dt} -> {dst_dt} {shape}: ")
