@@ -343,16 +343,18 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
 }
 
 /* Sums of the block [j0, j0 + bl) of the innermost kept dim (at one outer kept
- * index) over every reduced position. Rows of the compute type T are read in
- * place; the others (another dtype, a stride) are gathered and converted
- * first. Rows are added four at a time into A partials (float for float, as
- * PyTorch), flushed into W accumulators every 64 rows. */
-#define OUTER_SUM(T, A, W, FIELD)                                                        \
-    static void outer_sum_##T(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) { \
+ * index) over every reduced position. Rows of dtype DT (element type T, LOAD
+ * converts an element) are read in place; the others (another dtype, a stride)
+ * are gathered and converted to the compute type first, which is then T (the
+ * variants whose DT is not a compute dtype serve only rows read in place).
+ * Rows are added four at a time into A partials (float for float, as PyTorch),
+ * flushed into W accumulators every 64 rows. */
+#define OUTER_SUM(name, T, A, W, FIELD, LOAD, DT)                                        \
+    static void outer_sum_##name(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) { \
         int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;           \
         int64_t bl = m - j0 < B ? m - j0 : B, kst = pl->kst[pl->nk - 1];                 \
         const char *base = pl->in + kept_offset(pl, ko * m) + j0 * kst;                  \
-        bool direct = kst == (int64_t)sizeof(T) && pl->dt == ct_dtype_of_compute[pl->ct]; \
+        bool direct = kst == (int64_t)sizeof(T) && pl->dt == DT;                         \
         W acc[OBLOCK];                                                                   \
         A part[OBLOCK];                                                                  \
         _Alignas(64) char buf[4][CBLOCK * 8];                                            \
@@ -373,7 +375,8 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
             const T *restrict a0 = rows[0], *restrict a1 = rows[1];                      \
             const T *restrict a2 = rows[2], *restrict a3 = rows[3];                      \
             A *restrict pp = part;                                                       \
-            for (int64_t j = 0; j < bl; j++) pp[j] += ((A)a0[j] + (A)a1[j]) + ((A)a2[j] + (A)a3[j]); \
+            for (int64_t j = 0; j < bl; j++)                                             \
+                pp[j] += ((A)LOAD(a0[j]) + (A)LOAD(a1[j])) + ((A)LOAD(a2[j]) + (A)LOAD(a3[j])); \
             nrows = 0;                                                                   \
             if (++groups == 16) {                                                        \
                 for (int64_t j = 0; j < bl; j++) acc[j] += (W)part[j], part[j] = 0;      \
@@ -382,7 +385,7 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
         }                                                                                \
         for (int q = 0; q < nrows; q++) {                                                \
             const T *restrict a0 = rows[q];                                              \
-            for (int64_t j = 0; j < bl; j++) part[j] += (A)a0[j];                        \
+            for (int64_t j = 0; j < bl; j++) part[j] += (A)LOAD(a0[j]);                  \
         }                                                                                \
         for (int64_t j = 0; j < bl; j++) acc[j] += (W)part[j];                           \
         for (int64_t j = 0; j < bl; j++) {                                               \
@@ -391,9 +394,12 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
             finish(c, &s, ko * m + j0 + j, pl->ct);                                      \
         }                                                                                \
     }
-OUTER_SUM(float, float, double, d)
-OUTER_SUM(double, double, double, d)
-OUTER_SUM(int64_t, uint64_t, uint64_t, v)
+#define SAME_(v) (v)
+OUTER_SUM(float, float, float, double, d, SAME_, CT_FLOAT32)
+OUTER_SUM(double, double, double, double, d, SAME_, CT_FLOAT64)
+OUTER_SUM(int64, int64_t, uint64_t, uint64_t, v, SAME_, CT_INT64)
+OUTER_SUM(bf16, uint16_t, float, double, d, rk_bf16, CT_BFLOAT16)
+OUTER_SUM(int32, int32_t, uint64_t, uint64_t, v, SAME_, CT_INT32)
 
 static void run_outer(const RPlan *pl, const RCtx *c) {
     int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m;
@@ -403,8 +409,13 @@ static void run_outer(const RPlan *pl, const RCtx *c) {
     if (B > (conv ? CBLOCK : OBLOCK)) B = conv ? CBLOCK : OBLOCK;
     if (B < 64) B = m < 64 ? m : 64;
     int64_t nb = (m + B - 1) / B, units = outer * nb;
+    bool dense = pl->kst[pl->nk - 1] == (int64_t)c10_elsize[pl->dt];
     void (*f)(const RPlan *, const RCtx *, int64_t, int64_t, int64_t) =
-        pl->ct == CT_F32 ? outer_sum_float : pl->ct == CT_F64 ? outer_sum_double : outer_sum_int64_t;
+        dense && pl->dt == CT_BFLOAT16 ? outer_sum_bf16
+        : dense && pl->dt == CT_INT32  ? outer_sum_int32
+        : pl->ct == CT_F32             ? outer_sum_float
+        : pl->ct == CT_F64             ? outer_sum_double
+                                       : outer_sum_int64;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif

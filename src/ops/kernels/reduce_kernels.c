@@ -33,12 +33,7 @@
 #define LOAD_float(v) (v)
 #define LOAD_double(v) (v)
 #define LOAD_f16(v) c10_h2f(v)
-static inline float LOAD_bf16(uint16_t v) {
-    uint32_t u = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
+#define LOAD_bf16(v) rk_bf16(v)
 
 /* acc[j] += x[k + j] over a block of m elements (a multiple of LN) */
 #define SUM_BLOCK(name, T, A, LN)                                                        \

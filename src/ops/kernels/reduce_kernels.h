@@ -5,6 +5,7 @@
 #ifndef CT_REDUCE_KERNELS_H
 #define CT_REDUCE_KERNELS_H
 #include "core/core.h"
+#include <string.h>
 
 enum { CT_F32, CT_F64, CT_I64 }; /* compute types */
 
@@ -25,6 +26,13 @@ typedef struct RState {
 typedef void (*rk_fn)(RState *s, const void *x, int64_t n, int64_t base, double p);
 
 CT_INTERNAL extern const rk_fn rk_kernels[RK_COUNT][3];
+/* a bfloat16 as float (the compiler vectorises this) */
+static inline float rk_bf16(uint16_t v) {
+    uint32_t u = (uint32_t)v << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 /* RK_SUM over contiguous elements of dtype dt itself (16-bit floats, the
  * integers narrower than int64, bool); NULL for the others */
 CT_INTERNAL rk_fn rk_sum_src(ct_dtype dt);
