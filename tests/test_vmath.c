@@ -1,4 +1,4 @@
-/* test_vmath.c: vmath.h's branch-free double exp, log and tanh against long
+/* test_vmath.c: vmath.h's branch-free double exp, log, tanh and log1p against long
  * double libm (x87, 11 more bits: the reference's own error is ~0.001 ulp),
  * over millions of random doubles across the whole range, dense sweeps of the
  * edges (overflow, the subnormal results, 0.625 where tanh changes formula) and
@@ -20,6 +20,7 @@ typedef long double (*ref_fn)(long double);
 __attribute__((noinline)) static double s_exp(double x) { return vm_exp_d(x); }
 __attribute__((noinline)) static double s_log(double x) { return vm_log_d(x); }
 __attribute__((noinline)) static double s_tanh(double x) { return vm_tanh_d(x); }
+__attribute__((noinline)) static double s_log1p(double x) { return vm_log1p_d(x); }
 
 static void v_exp(const double *restrict x, double *restrict y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = vm_exp_d(x[i]);
@@ -30,6 +31,9 @@ static void v_log(const double *restrict x, double *restrict y, int64_t n) {
 static void v_tanh(const double *restrict x, double *restrict y, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = vm_tanh_d(x[i]);
 }
+static void v_log1p(const double *restrict x, double *restrict y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = vm_log1p_d(x[i]);
+}
 
 typedef struct {
     const char *name;
@@ -38,7 +42,7 @@ typedef struct {
     ref_fn ref;
 } Fn;
 static const Fn EXP = {"exp", v_exp, s_exp, expl}, LOG = {"log", v_log, s_log, logl},
-                TANH = {"tanh", v_tanh, s_tanh, tanhl};
+                TANH = {"tanh", v_tanh, s_tanh, tanhl}, LOG1P = {"log1p", v_log1p, s_log1p, log1pl};
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 static uint64_t next_u64(void) { /* splitmix64 */
@@ -151,9 +155,23 @@ TEST(tanh_d) {
     specials(&TANH, x, want, 11);
 }
 
+TEST(log1p_d) {
+    random_bits(&LOG1P, positive_bits, "positive bits (subnormals)");
+    random_range(&LOG1P, -1, 1);
+    random_range(&LOG1P, -0.3, 0.42);
+    random_range(&LOG1P, 0, 1e4);
+    const double edges[] = {0.0, M_SQRT1_2 - 1, M_SQRT2 - 1, -1.0, -0.5, 1.0, 0x1p53, 0x1p-30, -0x1p-30};
+    sweep(&LOG1P, edges, 9, 20000, "edge sweeps");
+    const double x[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, -1.0, -2.0, DBL_TRUE_MIN, -DBL_TRUE_MIN, DBL_MAX};
+    const double want[] = {0.0, -0.0, INFINITY, NAN, NAN, -INFINITY, NAN, DBL_TRUE_MIN, -DBL_TRUE_MIN,
+                           0x1.62e42fefa39efp9};
+    specials(&LOG1P, x, want, 10);
+}
+
 int main(void) {
     RUN(exp_d);
     RUN(log_d);
     RUN(tanh_d);
+    RUN(log1p_d);
     return REPORT();
 }

@@ -1,5 +1,5 @@
-"""Parity of the float64 ops that run on vmath.h's vectorised exp, log and tanh
-(exp, log, tanh, sigmoid, silu, softplus, gelu(tanh), softmax, log_softmax) with
+"""Parity of the float64 ops that run on vmath.h's vectorised exp, log, log1p and
+tanh (exp, log, log1p, tanh, sigmoid, silu, softplus, gelu(tanh), softmax, log_softmax) with
 PyTorch: random values across the whole range, the IEEE edges (inf, NaN, +-0,
 subnormals, overflow and underflow thresholds), odd sizes and non-contiguous
 layouts. torch's float64 exp, log and tanh are Sleef's (measured: up to 0.83 ulp
@@ -19,7 +19,7 @@ import torch.nn.functional as TF  # noqa: E402
 import ctorch_ffi as ct  # noqa: E402
 
 T = c_void_p
-for _n in ["exp", "log", "tanh", "sigmoid", "silu"]:
+for _n in ["exp", "log", "log1p", "tanh", "sigmoid", "silu"]:
     ct.declare("ct_" + _n, T, [T])
     ct.declare("ct_" + _n + "_", c_int, [T])
 for _row in [("ct_softplus", T, [T, c_double, c_double]), ("ct_gelu", T, [T, c_char_p]),
@@ -80,18 +80,21 @@ def check(h, want, what, ulps=1, atol=0.0):
                                           for i in bad[:5].tolist()))
 
 
-UNARY = {"exp": (torch.exp, 1), "log": (torch.log, 1), "tanh": (torch.tanh, 1),
+UNARY = {"exp": (torch.exp, 1), "log": (torch.log, 1), "log1p": (torch.log1p, 1), "tanh": (torch.tanh, 1),
          "sigmoid": (torch.sigmoid, 2), "silu": (TF.silu, 2)}
 SLEEF_EXP_MAX = 709.78271114955742909  # Sleef's exp is inf above this, 2e-6 early
+# where torch's float64 functions (Sleef's) miss the IEEE result, libm's is wanted:
+# exp overflows early, log1p overflows above 1.04e307 and gives 0 for +-5e-324
+TORCH_MISSES = {"exp": (lambda x: (x > SLEEF_EXP_MAX) & (x <= 709.782712893384), math.exp),
+                "log1p": (lambda x: (x > 1e307) | ((x != 0) & (x.abs() < 2.2250738585072014e-308)), math.log1p)}
 
 
 def unary(name, x):
-    """torch's result, except where torch's float64 exp overflows early: there the
-    IEEE result (libm's, finite up to 709.782712893384) is wanted"""
     want = UNARY[name][0](x)
-    if name == "exp":
-        early = (x > SLEEF_EXP_MAX) & (x <= 709.782712893384)
-        want[early] = torch.tensor([math.exp(v) for v in x[early].tolist()], dtype=torch.float64)
+    if name in TORCH_MISSES:
+        where, libm = TORCH_MISSES[name]
+        miss = where(x)
+        want[miss] = torch.tensor([libm(v) for v in x[miss].tolist()], dtype=torch.float64)
     return want
 
 
@@ -99,7 +102,7 @@ def unary(name, x):
 def test_unary_random_and_edges(name):
     g = torch.Generator().manual_seed(3)
     x = torch.cat([edges(), randoms(300_001, g)])
-    if name == "log":  # the positive half, every binade (and the negatives: NaN)
+    if name in ("log", "log1p"):  # the positive half, every binade (and the negatives: NaN)
         x = torch.cat([x, x.abs()])
     check(getattr(L, "ct_" + name)(ct.from_torch(x)), unary(name, x), name, UNARY[name][1])
 
