@@ -422,11 +422,18 @@ static tile_fn transpose_tile(int64_t es) { return es == 1 ? tile_1 : es == 2 ? 
 
 /* ---- the loop ---- */
 
-/* n elements of es bytes, byte strides ds and ss (ss 0: one element repeated) */
+/* n elements of es bytes, byte strides ds and ss (ss 0: one element
+ * repeated); a contiguous side indexed as an array, so that the compiler
+ * vectorises the loop (gathers or scatters for the strided side) */
 static void strided_copy(char *dst, int64_t ds, const char *src, int64_t ss, int64_t es, int64_t n) {
     switch (es) {
 #define STRIDED(T)                                                                       \
-    for (int64_t i = 0; i < n; i++) *(T *)(dst + i * ds) = *(const T *)(src + i * ss);   \
+    if (ds == (int64_t)sizeof(T))                                                        \
+        for (int64_t i = 0; i < n; i++) ((T *)dst)[i] = *(const T *)(src + i * ss);     \
+    else if (ss == (int64_t)sizeof(T))                                                   \
+        for (int64_t i = 0; i < n; i++) *(T *)(dst + i * ds) = ((const T *)src)[i];      \
+    else                                                                                 \
+        for (int64_t i = 0; i < n; i++) *(T *)(dst + i * ds) = *(const T *)(src + i * ss); \
     break;
     case 1: STRIDED(uint8_t)
     case 2: STRIDED(uint16_t)
