@@ -270,6 +270,7 @@ typedef struct RCtx {
     int rk, fin;
     double p;            /* norm's p */
     double scale;        /* mean: 1/N; var: 1/divisor */
+    double n;            /* var: N, the number of values reduced into each output */
     char *vout;          /* values output (contiguous) */
     ct_dtype vdt;
     int64_t *iout;       /* indices output */
@@ -293,8 +294,12 @@ static void finish(const RCtx *c, const RState *s, int64_t o, int ct) {
         if (c->p == 2) v = sqrt(v);
         else if (c->p != 1 && c->p != 0 && !isinf(c->p)) v = pow(v, 1.0 / c->p);
         break;
-    case FIN_VAR: v *= c->scale; break;
-    case FIN_STD: v = sqrt(v * c->scale); break;
+    case FIN_VAR:
+    case FIN_STD: /* the corrected two-pass sum: constant values give exactly 0 */
+        v -= s->d1 * (s->d1 / c->n);
+        v = (v < 0 ? 0 : v) * c->scale;
+        if (c->fin == FIN_STD) v = sqrt(v);
+        break;
     case FIN_LSE: v = log(v) + c->aux[o]; break;
     case FIN_INDEX: c->iout[o] = s->has ? s->idx : 0; return;
     case FIN_VALIDX:
@@ -696,7 +701,9 @@ int fwd_argmax(int op, const OpArgs *a, TensorImpl **out) {
 }
 
 /* var, std. t[0]; s[0]: correction; i: keepdim, ndims (0: all), dims...
- * Two passes: the means, then the sum of squared deviations from them. */
+ * Two passes: the means, then the squared deviations from them and their sum,
+ * which corrects for the rounding of the means (the corrected two-pass
+ * algorithm): equal values give exactly 0, as torch's Welford does. */
 int fwd_var(int op, const OpArgs *a, TensorImpl **out) {
     const TensorImpl *t = a->t[0];
     const char *name = op == OP_var ? "var" : "std";
@@ -712,11 +719,14 @@ int fwd_var(int op, const OpArgs *a, TensorImpl **out) {
         c10_release(o);
         return c10_error_int("%s: out of memory", name);
     }
+    RPlan pm = pl; /* the means in double whatever the dtype, as torch's Welford accumulates */
+    pm.ct = CT_F64;
     RCtx c = {.rk = RK_SUM, .fin = FIN_AUX, .scale = 1.0 / (double)pl.nred, .aux = means};
-    run_reduce(&pl, RK_SUM, &c);
+    run_reduce(&pm, RK_SUM, &c);
     double div = (double)pl.nred - a->s[0];
     if (div < 0) div = 0;
-    RCtx c2 = {.rk = RK_SQDEV, .fin = op == OP_var ? FIN_VAR : FIN_STD, .scale = 1.0 / div, .aux = means,
+    RCtx c2 = {.rk = RK_SQDEV, .fin = op == OP_var ? FIN_VAR : FIN_STD, .scale = 1.0 / div,
+               .n = (double)pl.nred, .aux = means,
                .vout = c10_data(o), .vdt = t->dtype};
     run_reduce(&pl, RK_SQDEV, &c2);
     free(means);

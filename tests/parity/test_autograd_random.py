@@ -1,4 +1,4 @@
-"""Random autograd graphs against PyTorch, first and second order (float64).
+"""Random autograd graphs against PyTorch, first and second order (float64): 2,400 seeded graphs.
 
 Each case draws 1-3 leaves (contiguous, permuted or sliced), then 2-10 ops from
 OPS over the values made so far (broadcasting, views, reductions, matmul,
@@ -290,7 +290,7 @@ def run_graph(seed):
             assert_close(c, t, what, finite_only=True)
 
 
-@pytest.mark.parametrize("block", range(12))
+@pytest.mark.parametrize("block", range(24))
 def test_random_graphs(block):
-    for seed in range(block * 50, block * 50 + 50):
+    for seed in range(block * 100, block * 100 + 100):
         run_graph(seed)

@@ -17,7 +17,8 @@ for _n in ["ct_sum_dims", "ct_amax", "ct_logsumexp"]:
     ct.declare(_n, T, [CT, INTP, c_int, c_bool])
 ct.declare("ct_sum", T, [CT])
 ct.declare("ct_argmax", T, [CT, c_bool, c_int, c_bool])
-ct.declare("ct_var", T, [CT, INTP, c_int, c_double, c_bool])
+for _n in ["ct_var", "ct_std"]:
+    ct.declare(_n, T, [CT, INTP, c_int, c_double, c_bool])
 for _n in ["ct_softmax", "ct_log_softmax"]:
     ct.declare(_n, T, [CT, c_int])
 
@@ -92,6 +93,22 @@ def test_var_logsumexp_layouts(dtype):
                         rtol=1e-6, atol=1e-6, what=f"{name} var(): ")
         ct.assert_close(ct.check(lib.ct_logsumexp(h, da, nd, False)), x.logsumexp(tuple(range(x.dim()))),
                         rtol=1e-6, atol=1e-6, what=f"{name} logsumexp(): ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("n", [3, 7, 1000, 100003])
+def test_var_of_equal_values_is_zero(dtype, n):
+    """Columns of equal values have variance exactly 0 along the column, as torch's
+    Welford gives (a mean that rounds left a tiny variance, and std's gradient,
+    masked only where std is exactly 0, was then (x - mean) / std: noise of size 1)."""
+    vals = torch.tensor([0.1, 1.7, 123.456, -3e4, 1e-3])
+    for x in [vals.expand(n, 5).to(dtype).contiguous(), vals.to(dtype).expand(n, 5),
+              vals.expand(n, 5).to(dtype).t().contiguous().t()]:
+        h = ct.from_torch(x)
+        for name, want in [("var", x.var(0)), ("std", x.std(0))]:
+            got = ct.to_torch(ct.check(getattr(lib, "ct_" + name)(h, *dims(0), 1.0, False)))
+            assert torch.equal(got, want) and not want.any(), f"{name} of {x.stride()}: {got} vs {want}"
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64],

@@ -121,16 +121,19 @@ rk_fn rk_sum_src(ct_dtype dt) {
     static void sqdev_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
         (void)base, (void)p;                                                             \
         const T *restrict x = xv;                                                        \
-        double acc[LANES] = {0}, r = 0, sh = s->sh;                                      \
+        double acc[LANES] = {0}, acc1[LANES] = {0}, r = 0, r1 = 0, sh = s->sh;           \
         int64_t i = 0;                                                                   \
         for (; i + LANES <= n; i += LANES)                                               \
             for (int j = 0; j < LANES; j++) {                                            \
                 double e = (double)x[i + j] - sh;                                        \
-                acc[j] += e * e;                                                         \
+                acc[j] += e * e, acc1[j] += e;                                           \
             }                                                                            \
-        for (; i < n; i++) r += ((double)x[i] - sh) * ((double)x[i] - sh);               \
-        for (int j = 0; j < LANES; j++) r += acc[j];                                     \
-        s->d += r;                                                                       \
+        for (; i < n; i++) {                                                             \
+            double e = (double)x[i] - sh;                                                \
+            r += e * e, r1 += e;                                                         \
+        }                                                                                \
+        for (int j = 0; j < LANES; j++) r += acc[j], r1 += acc1[j];                      \
+        s->d += r, s->d1 += r1;                                                          \
     }                                                                                    \
     static void sumexp_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
         (void)base, (void)p;                                                             \
@@ -327,6 +330,7 @@ void rk_combine(int rk, int ct, double p, RState *a, const RState *b) {
     case RK_SQDEV:
     case RK_SUMEXP:
         a->d += b->d;
+        a->d1 += b->d1;
         a->v = (int64_t)((uint64_t)a->v + (uint64_t)b->v);
         return;
     case RK_PROD:

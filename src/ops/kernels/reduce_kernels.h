@@ -10,7 +10,7 @@
 enum { CT_F32, CT_F64, CT_I64 }; /* compute types */
 
 /* reductions: SUM PROD MAX MIN (value + first index; NaN wins) ALL ANY,
- * NORM (p: 2, 1, inf, -inf, 0, other: sum |x|^p), SQDEV (sum (x - sh)^2),
+ * NORM (p: 2, 1, inf, -inf, 0, other: sum |x|^p), SQDEV (sum (x - sh)^2 in d, sum (x - sh) in d1),
  * SUMEXP (sum exp(x - sh)) */
 enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_ALL, RK_ANY, RK_NORM, RK_SQDEV, RK_SUMEXP, RK_AMAX, RK_AMIN, RK_COUNT };
 /* RK_AMAX / RK_AMIN: the value only (NaN wins), vectorised */
@@ -18,6 +18,7 @@ enum { RK_SUM, RK_PROD, RK_MAX, RK_MIN, RK_ALL, RK_ANY, RK_NORM, RK_SQDEV, RK_SU
 typedef struct RState {
     double d;       /* float accumulator / value */
     double sh;      /* SQDEV, SUMEXP: the shift */
+    double d1;      /* SQDEV: sum (x - sh), for the correction term of the variance */
     int64_t v;      /* integer accumulator / value */
     int64_t idx;    /* MAX/MIN: index of the value */
     bool has, nan;  /* MAX/MIN: a value seen; a NaN seen */
