@@ -824,37 +824,40 @@ static void split3(const TensorImpl *t, int d, int64_t *outer, int64_t *D, int64
 #define OMP_FOR_NT
 #endif
 
-#define SCAN(T, name, OPR, ID)                                                           \
-    static void scan_##name##_##T(T *x, int64_t outer, int64_t D, int64_t inner, bool rev) { \
+/* scan_NAME: the running sums or products of x along D, in place, accumulated
+ * in A: double for float32 and float64, float for the 16-bit floats (scanned
+ * in a float32 copy), as torch's acc_type on the CPU. */
+#define SCAN(NAME, T, A, OPR, ID)                                                        \
+    static void scan_##NAME(void *xv, int64_t outer, int64_t D, int64_t inner, bool rev) { \
+        T *x = xv;                                                                       \
         int nt = nthreads_for(outer * D * inner);                                       \
         (void)nt;                                                                        \
         int64_t jb = inner < 256 ? inner : 256, nb = (inner + jb - 1) / jb;             \
         OMP_FOR_NT                                                                       \
         for (int64_t u = 0; u < outer * nb; u++) {                                       \
             int64_t ob = u / nb, j0 = (u % nb) * jb, bl = inner - j0 < jb ? inner - j0 : jb; \
-            ACC_##T acc[256];                                                            \
+            A acc[256];                                                                  \
             for (int64_t j = 0; j < bl; j++) acc[j] = ID;                                \
             T *base = x + ob * D * inner + j0;                                           \
             for (int64_t k = 0; k < D; k++) {                                            \
                 T *restrict row = base + (rev ? D - 1 - k : k) * inner;                  \
                 for (int64_t j = 0; j < bl; j++) {                                       \
-                    acc[j] = OPR(acc[j], (ACC_##T)row[j]);                               \
+                    acc[j] = OPR(acc[j], (A)row[j]);                                     \
                     row[j] = (T)acc[j];                                                  \
                 }                                                                        \
             }                                                                            \
         }                                                                                \
     }
-typedef double ACC_float;
-typedef double ACC_double;
-typedef uint64_t ACC_int64_t;
 #define ADD_(x, y) ((x) + (y))
 #define MUL_(x, y) ((x) * (y))
-SCAN(float, sum, ADD_, 0)
-SCAN(double, sum, ADD_, 0)
-SCAN(int64_t, sum, ADD_, 0)
-SCAN(float, prod, MUL_, 1)
-SCAN(double, prod, MUL_, 1)
-SCAN(int64_t, prod, MUL_, 1)
+SCAN(sum_f32, float, double, ADD_, 0)
+SCAN(sum_f64, double, double, ADD_, 0)
+SCAN(sum_half, float, float, ADD_, 0)
+SCAN(sum_i64, int64_t, uint64_t, ADD_, 0)
+SCAN(prod_f32, float, double, MUL_, 1)
+SCAN(prod_f64, double, double, MUL_, 1)
+SCAN(prod_half, float, float, MUL_, 1)
+SCAN(prod_i64, int64_t, uint64_t, MUL_, 1)
 
 /* cumsum, cumprod. t[0]; i: dim, reverse (1: from the end: the backward of cumsum) */
 int fwd_cumsum(int op, const OpArgs *a, TensorImpl **out) {
@@ -871,11 +874,11 @@ int fwd_cumsum(int op, const OpArgs *a, TensorImpl **out) {
     int64_t outer, D, inner;
     split3(t, d, &outer, &D, &inner);
     if (w->numel) {
-        void *x = c10_data(w);
-        bool sum = op == OP_cumsum;
-        if (wdt == CT_FLOAT32) (sum ? scan_sum_float : scan_prod_float)(x, outer, D, inner, rev);
-        else if (wdt == CT_FLOAT64) (sum ? scan_sum_double : scan_prod_double)(x, outer, D, inner, rev);
-        else (sum ? scan_sum_int64_t : scan_prod_int64_t)(x, outer, D, inner, rev);
+        static void (*const scan[2][4])(void *, int64_t, int64_t, int64_t, bool) = {
+            {scan_sum_f32, scan_sum_f64, scan_sum_half, scan_sum_i64},
+            {scan_prod_f32, scan_prod_f64, scan_prod_half, scan_prod_i64}};
+        int k = wdt == CT_FLOAT64 ? 1 : wdt != dt ? 2 : wdt == CT_FLOAT32 ? 0 : 3;
+        scan[op != OP_cumsum][k](c10_data(w), outer, D, inner, rev);
     }
     if (wdt != dt) {
         TensorImpl *r = contig_copy(w, dt);

@@ -19,7 +19,7 @@ ct.declare("ct_sum", T, [CT])
 ct.declare("ct_argmax", T, [CT, c_bool, c_int, c_bool])
 for _n in ["ct_var", "ct_std"]:
     ct.declare(_n, T, [CT, INTP, c_int, c_double, c_bool])
-for _n in ["ct_softmax", "ct_log_softmax"]:
+for _n in ["ct_softmax", "ct_log_softmax", "ct_cumsum", "ct_cumprod"]:
     ct.declare(_n, T, [CT, c_int])
 
 GEN = torch.Generator().manual_seed(7)
@@ -109,6 +109,18 @@ def test_var_of_equal_values_is_zero(dtype, n):
         for name, want in [("var", x.var(0)), ("std", x.std(0))]:
             got = ct.to_torch(ct.check(getattr(lib, "ct_" + name)(h, *dims(0), 1.0, False)))
             assert torch.equal(got, want) and not want.any(), f"{name} of {x.stride()}: {got} vs {want}"
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_bfloat16_scans_accumulate_in_float(op):
+    """bfloat16 scans accumulate in float, as torch's acc_type: bit for bit the same
+    (a double accumulator rounds differently and keeps products past float's range
+    finite where torch's are inf)."""
+    for scale in [3.0, 1.5]:
+        x = (rand((64, 3000), torch.float64) * scale).to(torch.bfloat16)
+        for d in [0, 1]:
+            got = ct.to_torch(ct.check(getattr(lib, "ct_" + op)(ct.from_torch(x), d)))
+            assert torch.equal(got, getattr(x, op)(d)), f"{op} along {d}, scale {scale}"
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64],
