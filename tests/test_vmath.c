@@ -1,4 +1,5 @@
-/* test_vmath.c: vmath.h's branch-free double exp, log, tanh and log1p against long
+/* test_vmath.c: vmath.h's branch-free double exp, log, tanh, log1p, expm1 and erf
+ * and float expm1, erf and log1p against long
  * double libm (x87, 11 more bits: the reference's own error is ~0.001 ulp),
  * over millions of random doubles across the whole range, dense sweeps of the
  * edges (overflow, the subnormal results, 0.625 where tanh changes formula) and
@@ -16,33 +17,46 @@
 typedef double (*dfn)(double);
 typedef long double (*ref_fn)(long double);
 
-/* scalar calls, not inlined into a vectorised loop */
-__attribute__((noinline)) static double s_exp(double x) { return vm_exp_d(x); }
-__attribute__((noinline)) static double s_log(double x) { return vm_log_d(x); }
-__attribute__((noinline)) static double s_tanh(double x) { return vm_tanh_d(x); }
-__attribute__((noinline)) static double s_log1p(double x) { return vm_log1p_d(x); }
-
-static void v_exp(const double *restrict x, double *restrict y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = vm_exp_d(x[i]);
-}
-static void v_log(const double *restrict x, double *restrict y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = vm_log_d(x[i]);
-}
-static void v_tanh(const double *restrict x, double *restrict y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = vm_tanh_d(x[i]);
-}
-static void v_log1p(const double *restrict x, double *restrict y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = vm_log1p_d(x[i]);
-}
+/* Each function as a scalar call (not inlined into a vectorised loop) and a loop
+ * that vectorises; the float ones take and give doubles holding floats. */
+#define DEF_FN(name, f)                                                                    \
+    __attribute__((noinline)) static double s_##name(double x) { return f(x); }           \
+    static void v_##name(const double *restrict x, double *restrict y, int64_t n) {        \
+        for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);                                    \
+    }
+#define DEF_FNF(name, f)                                                                   \
+    __attribute__((noinline)) static double s_##name(double x) { return f((float)x); }     \
+    static void vf_##name(const float *restrict x, float *restrict y, int64_t n) {         \
+        for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);                                    \
+    }                                                                                      \
+    static void v_##name(const double *restrict x, double *restrict y, int64_t n) {        \
+        float *xf = malloc((size_t)n * sizeof *xf), *yf = malloc((size_t)n * sizeof *yf); \
+        for (int64_t i = 0; i < n; i++) xf[i] = (float)x[i];                               \
+        vf_##name(xf, yf, n);                                                              \
+        for (int64_t i = 0; i < n; i++) y[i] = yf[i];                                      \
+        free(xf), free(yf);                                                                \
+    }
+DEF_FN(exp, vm_exp_d)
+DEF_FN(log, vm_log_d)
+DEF_FN(tanh, vm_tanh_d)
+DEF_FN(log1p, vm_log1p_d)
+DEF_FN(expm1, vm_expm1_d)
+DEF_FN(erf, vm_erf_d)
+DEF_FNF(expm1f, vm_expm1f)
+DEF_FNF(erff, vm_erff)
+DEF_FNF(log1pf, vm_log1pf)
 
 typedef struct {
     const char *name;
     void (*vec)(const double *restrict, double *restrict, int64_t);
     dfn scalar;
     ref_fn ref;
+    int p; /* precision: 53 or 24 (float) */
 } Fn;
-static const Fn EXP = {"exp", v_exp, s_exp, expl}, LOG = {"log", v_log, s_log, logl},
-                TANH = {"tanh", v_tanh, s_tanh, tanhl}, LOG1P = {"log1p", v_log1p, s_log1p, log1pl};
+#define FN(name, ref, p) {#name, v_##name, s_##name, ref, p}
+static const Fn EXP = FN(exp, expl, 53), LOG = FN(log, logl, 53), TANH = FN(tanh, tanhl, 53),
+                LOG1P = FN(log1p, log1pl, 53), EXPM1 = FN(expm1, expm1l, 53), ERF = FN(erf, erfl, 53),
+                EXPM1F = FN(expm1f, expm1l, 24), ERFF = FN(erff, erfl, 24), LOG1PF = FN(log1pf, log1pl, 24);
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 static uint64_t next_u64(void) { /* splitmix64 */
@@ -54,26 +68,31 @@ static uint64_t next_u64(void) { /* splitmix64 */
 static double uniform(double lo, double hi) { return lo + (hi - lo) * (double)(next_u64() >> 11) * 0x1p-53; }
 static double any_bits(void) { return vm_bits_to_double(next_u64()); }
 static double positive_bits(void) { return vm_bits_to_double(next_u64() >> 1); }
+static double any_bits_f(void) { return vm_bits_to_float((int32_t)(next_u64() >> 32)); }
+static double positive_bits_f(void) { return vm_bits_to_float((int32_t)(next_u64() >> 33)); }
 
 static int same(double a, double b) { return a != a ? b != b : a == b && signbit(a) == signbit(b); }
 
-/* |y - ref| in units of the last place of the double nearest ref (2^-1074 in the subnormals) */
-static double ulp_error(double y, long double ref) {
-    double rd = (double)ref;
+/* |y - ref| in units of the last place of the double (p = 53) or float (p = 24)
+ * nearest ref, 2^-1074 (2^-149) in the subnormals */
+static double ulp_error(double y, long double ref, int p) {
+    double rd = p == 24 ? (float)ref : (double)ref;
     if (same(y, rd)) return 0;
     if (rd != rd || y != y || isinf(rd) || isinf(y)) return INFINITY;
-    int e = ref == 0 ? -1074 : ilogbl(ref) - 52;
-    return (double)(fabsl((long double)y - ref) / ldexpl(1.0L, e < -1074 ? -1074 : e));
+    int emin = p == 24 ? -149 : -1074, e = ref == 0 ? emin : ilogbl(ref) - (p - 1);
+    return (double)(fabsl((long double)y - ref) / ldexpl(1.0L, e < emin ? emin : e));
 }
 
 /* Runs f over x[0..n): every result within BOUND of the reference and equal to
  * the scalar call. Returns the largest error. */
-static double check_all(const Fn *f, const double *x, int64_t n, const char *what) {
+static double check_all(const Fn *f, double *x, int64_t n, const char *what) {
     double *y = malloc((size_t)n * sizeof *y), worst = 0, worst_x = 0;
     int64_t bad = 0;
+    if (f->p == 24)
+        for (int64_t i = 0; i < n; i++) x[i] = (float)x[i];
     f->vec(x, y, n);
     for (int64_t i = 0; i < n; i++) {
-        double err = ulp_error(y[i], f->ref(x[i]));
+        double err = ulp_error(y[i], f->ref(x[i]), f->p);
         if (err > worst) worst = err, worst_x = x[i];
         if ((err > BOUND || !same(y[i], f->scalar(x[i]))) && bad++ < 5)
             FAIL_AT("%s(%a) = %a (scalar %a), want %a: %.3f ulp", f->name, x[i], y[i], f->scalar(x[i]),
@@ -104,8 +123,10 @@ static void sweep(const Fn *f, const double *pts, int npts, int k, const char *w
     double *x = malloc((size_t)n * sizeof *x);
     for (int p = 0; p < npts; p++) {
         double a = pts[p];
-        for (int i = 0; i < k; i++) a = nextafter(a, -INFINITY);
-        for (int i = 0; i <= 2 * k; i++, a = nextafter(a, INFINITY)) x[j++] = a;
+        if (f->p == 24) a = (float)a;
+        for (int i = 0; i < k; i++) a = f->p == 24 ? nextafterf((float)a, -INFINITY) : nextafter(a, -INFINITY);
+        for (int i = 0; i <= 2 * k; i++, a = f->p == 24 ? nextafterf((float)a, INFINITY) : nextafter(a, INFINITY))
+            x[j++] = a;
     }
     check_all(f, x, n, what);
     free(x);
@@ -168,10 +189,67 @@ TEST(log1p_d) {
     specials(&LOG1P, x, want, 10);
 }
 
+TEST(expm1_d) {
+    random_range(&EXPM1, -40, 710);
+    random_range(&EXPM1, -1.1, 1.1);
+    random_range(&EXPM1, -0.36, 0.36);
+    random_bits(&EXPM1, any_bits, "random bits");
+    /* the ends of n = 0 (ln2/2), n = +-53/54 where 2^n - 1 stops being exact, overflow, -1 */
+    const double edges[] = {0x1.62e42fefa39efp9, 0x1.62e42fefa39efp-2, -0x1.62e42fefa39efp-2, 0x1.62e42fefa39efp-1,
+                            36.7, -36.7, 37.4, -37.4, -40.0, 0x1p-30, -0x1p-30, 1e-300};
+    sweep(&EXPM1, edges, 12, 20000, "edge sweeps");
+    const double x[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, DBL_TRUE_MIN, -DBL_TRUE_MIN, DBL_MAX, -DBL_MAX,
+                        0x1.62e42fefa39fp9, -40.0, -1000};
+    const double want[] = {0.0, -0.0, INFINITY, -1, NAN, DBL_TRUE_MIN, -DBL_TRUE_MIN, INFINITY, -1, INFINITY, -1, -1};
+    specials(&EXPM1, x, want, 12);
+}
+
+TEST(erf_d) {
+    random_range(&ERF, -6.5, 6.5);
+    random_range(&ERF, -0.6, 0.6);
+    random_bits(&ERF, any_bits, "random bits");
+    /* every interval's ends, and where erf becomes 1 */
+    double edges[26];
+    for (int i = 0; i < 24; i++) edges[i] = 0.25 * i;
+    edges[24] = 5.9215871957945, edges[25] = 1e-300;
+    sweep(&ERF, edges, 26, 8000, "edge sweeps");
+    const double x[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, DBL_TRUE_MIN, -DBL_TRUE_MIN, DBL_MAX, -DBL_MAX, 6.0, -5.95};
+    const double want[] = {0.0, -0.0, 1, -1, NAN, DBL_TRUE_MIN, -DBL_TRUE_MIN, 1, -1, 1, -1};
+    specials(&ERF, x, want, 11);
+}
+
+/* float: the inputs are rounded to float in check_all */
+TEST(float_fns) {
+    random_bits(&EXPM1F, any_bits_f, "random bits");
+    random_range(&EXPM1F, -20, 90);
+    random_range(&EXPM1F, -1, 1);
+    random_bits(&ERFF, any_bits_f, "random bits");
+    random_range(&ERFF, -4.5, 4.5);
+    random_bits(&LOG1PF, positive_bits_f, "positive bits (subnormals)");
+    random_range(&LOG1PF, -1, 1);
+    random_range(&LOG1PF, 0, 1e4);
+    const double e_edges[] = {88.7228391, -17.3, 0.3465736, -0.3465736, 1e-30};
+    sweep(&EXPM1F, e_edges, 5, 20000, "edge sweeps");
+    const double erf_edges[] = {3.9192059, 0.25, 1e-30};
+    sweep(&ERFF, erf_edges, 3, 20000, "edge sweeps");
+    const double l_edges[] = {-1.0, 0.0, M_SQRT2 - 1, 1e-30};
+    sweep(&LOG1PF, l_edges, 4, 20000, "edge sweeps");
+    const double x[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, FLT_TRUE_MIN, -FLT_TRUE_MIN, FLT_MAX, -FLT_MAX, -1.0};
+    const double e_want[] = {0.0, -0.0, INFINITY, -1, NAN, FLT_TRUE_MIN, -FLT_TRUE_MIN, INFINITY, -1, -0x1.43a54ep-1};
+    const double erf_want[] = {0.0, -0.0, 1, -1, NAN, FLT_TRUE_MIN * 1, -FLT_TRUE_MIN, 1, -1, -0x1.af767ap-1};
+    const double l_want[] = {0.0, -0.0, INFINITY, NAN, NAN, FLT_TRUE_MIN, -FLT_TRUE_MIN, 0x1.62e43p6, NAN, -INFINITY};
+    specials(&EXPM1F, x, e_want, 10);
+    specials(&ERFF, x, erf_want, 10);
+    specials(&LOG1PF, x, l_want, 10);
+}
+
 int main(void) {
     RUN(exp_d);
     RUN(log_d);
     RUN(tanh_d);
     RUN(log1p_d);
+    RUN(expm1_d);
+    RUN(erf_d);
+    RUN(float_fns);
     return REPORT();
 }

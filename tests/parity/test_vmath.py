@@ -19,11 +19,11 @@ import torch.nn.functional as TF  # noqa: E402
 import ctorch_ffi as ct  # noqa: E402
 
 T = c_void_p
-for _n in ["exp", "log", "log1p", "tanh", "sigmoid", "silu"]:
+for _n in ["exp", "log", "log1p", "tanh", "sigmoid", "silu", "expm1", "erf"]:
     ct.declare("ct_" + _n, T, [T])
     ct.declare("ct_" + _n + "_", c_int, [T])
 for _row in [("ct_softplus", T, [T, c_double, c_double]), ("ct_gelu", T, [T, c_char_p]),
-             ("ct_softmax", T, [T, c_int]), ("ct_log_softmax", T, [T, c_int])]:
+             ("ct_softmax", T, [T, c_int]), ("ct_log_softmax", T, [T, c_int]), ("ct_elu", T, [T, c_double])]:
     ct.declare(*_row)
 L = ct.lib
 
@@ -55,9 +55,10 @@ def randoms(n, g):
 
 
 def ordered(t):
-    """the bits as integers in the order of the doubles (so ulp distance = difference)"""
-    b = t.contiguous().view(torch.int64)
-    return torch.where(b < 0, -(b & 0x7fffffffffffffff), b)
+    """the bits as integers in the order of the floats (so ulp distance = difference)"""
+    it, mask = (torch.int64, 0x7fffffffffffffff) if t.dtype == torch.float64 else (torch.int32, 0x7fffffff)
+    b = t.contiguous().view(it).to(torch.int64)
+    return torch.where(b < 0, -(b & mask), b)
 
 
 def mismatches(got, want, ulps, atol):
@@ -167,3 +168,87 @@ def test_softmax(log):
     x = torch.tensor([[0.0, -math.inf, 1.0, -745.2], [math.inf, 0.0, 1.0, 2.0], [math.nan, 0.0, 1.0, 2.0],
                       [-math.inf] * 4, [709.0, 710.0, -1000.0, 0.0]], dtype=torch.float64)
     check(ct_fn(ct.from_torch(x), -1), fn(x, -1), f"{fn.__name__} edges", ulps=8, atol=2**-50 if log else 0.0)
+
+
+# ---- expm1, erf (float64 and float32) and float32 log1p, and the ops on them ----
+# float32 runs on the float64 functions, rounded: the oracle there is torch's float64
+# result rounded to float32 (torch's own float32 erf is up to 2 ulp off it), 1 ulp.
+F32_EDGES = [88.7228391, 88.72284, 89.0, -87.3, -103.9, -17.3, 0.3465736, 3.9192059, 3.92, 1e-40, -1e-40,
+             1.1754944e-38, 3.4028235e38, -3.4028235e38, 0.99999994, -0.99999994]
+
+
+def edges_of(dtype):
+    x = edges()
+    if dtype == torch.float32:
+        x = torch.cat([x.float(), torch.tensor(F32_EDGES, dtype=torch.float32)])
+        x = torch.cat([x, torch.nextafter(x, torch.full_like(x, math.inf))])
+    return x
+
+
+def randoms_of(n, g, dtype):
+    if dtype == torch.float64:
+        return randoms(n, g)
+    k = n // 3
+    return torch.cat([torch.rand(k, generator=g) * 200 - 100, torch.rand(k, generator=g) * 8 - 4,
+                      torch.randint(-2**31, 2**31 - 1, (n - 2 * k,), generator=g, dtype=torch.int32)
+                      .view(torch.float32)])
+
+
+def oracle(fn, x):
+    return fn(x.double()).to(x.dtype) if x.dtype == torch.float32 else fn(x)
+
+
+NEW = {"expm1": torch.expm1, "erf": torch.erf, "log1p": torch.log1p}
+DTYPES = [torch.float64, torch.float32]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+@pytest.mark.parametrize("name", list(NEW))
+def test_new_unary(name, dtype):
+    g = torch.Generator().manual_seed(11)
+    x = torch.cat([edges_of(dtype), randoms_of(300_001, g, dtype)])
+    if name == "log1p":
+        x = torch.cat([x, x.abs()])
+    fn = (lambda v: unary("log1p", v)) if name == "log1p" else NEW[name]
+    check(getattr(L, "ct_" + name)(ct.from_torch(x)), oracle(fn, x), f"{name} {dtype}")
+    if dtype == torch.float32:  # and torch's float32 itself, 2 ulp (inf, NaN, signs exact), but
+        # where Sleef's log1pf overflows early (above 1e38) or flushes subnormals
+        w32, want = NEW[name](x), oracle(fn, x)
+        miss = (w32.isinf() & x.isfinite()) | ((w32 == 0) & (x != 0))
+        check(getattr(L, "ct_" + name)(ct.from_torch(x)), torch.where(miss, want, w32), f"{name} {dtype} vs torch f32", 2)
+    for n in [0, 1, 2, 7, 15, 17, 33, 1001]:
+        v = randoms_of(n, g, dtype) if n > 2 else torch.tensor([-0.3, 4.0][:n], dtype=dtype)
+        check(getattr(L, "ct_" + name)(ct.from_torch(v)), oracle(fn, v), f"{name}[{n}] {dtype}")
+    base = torch.rand(37, 26, generator=g, dtype=dtype) * 12 - 6
+    for what, v in [("t()", base.t()), ("[:, ::3]", base[:, ::3]), ("expand", base[:1, :13].expand(9, 13))]:
+        check(getattr(L, "ct_" + name)(ct.from_torch(v)), oracle(fn, v), f"{name}{what} {dtype}")
+    h = ct.from_torch(base.t().clone().t())  # in place, on a transposed view
+    ct.check_int(getattr(L, "ct_" + name + "_")(h))
+    check(h, oracle(fn, base), f"{name}_ in place {dtype}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+def test_gelu_exact_elu_softplus(dtype):
+    g = torch.Generator().manual_seed(12)
+    x = torch.cat([edges_of(dtype), randoms_of(30_001, g, dtype), torch.rand(30_001, generator=g, dtype=dtype) * 16 - 8])
+    # gelu: 0.5 x (1 + erf(x / sqrt 2)) cancels where erf is near -1: relative to max(|x|, tiny)
+    got = ct.to_torch(ct.check(L.ct_gelu(ct.from_torch(x), b"none")))
+    want = oracle(TF.gelu, x)
+    tiny = 1e-300 if dtype == torch.float64 else 1e-30
+    err = ((got.double() - want.double()).abs() / x.double().abs().clamp(min=tiny))[want.isfinite()]
+    eps = 2.0**-53 if dtype == torch.float64 else 2.0**-24
+    assert err.max().item() <= 4 * eps, f"gelu {dtype}: relative error {err.max().item()}"
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+    # torch's elu is alpha (exp(x) - 1), not expm1: 0 (+0 for -0) for tiny negative x,
+    # an absolute error of ulp(1) near 0; ctorch's is expm1's -x. Compared away from 0.
+    xe = x[(x > 0) | (x.abs() >= 1e-3) | x.isnan()]
+    for alpha in [1.0, 0.5]:
+        check(L.ct_elu(ct.from_torch(xe), alpha), oracle(lambda v: TF.elu(v, alpha), xe), f"elu({alpha}) {dtype}", 2,
+              atol=eps)
+    for beta, th in [(1, 20), (2, 5)]:
+        check(L.ct_softplus(ct.from_torch(x), beta, th), oracle(lambda v: TF.softplus(v, beta, th), x),
+              f"softplus({beta}, {th}) {dtype}", 2)
+    v = x[:1001].reshape(7, 143).t()  # a transposed layout
+    check(L.ct_softplus(ct.from_torch(v), 1, 20), oracle(lambda w: TF.softplus(w, 1, 20), v), "softplus t()", 2)
+    v = xe[:1001].reshape(7, 143).t()
+    check(L.ct_elu(ct.from_torch(v), 1.0), oracle(lambda w: TF.elu(w, 1.0), v), "elu t()", 2, atol=eps)
