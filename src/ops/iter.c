@@ -117,22 +117,13 @@ static int should_swap(int64_t (*st)[CT_MAX_DIMS], int nin, const int64_t *shape
     return 0;
 }
 
-/* The output of an elementwise op, laid out as PyTorch lays it out: dims in
- * the order the inputs' strides suggest (a transposed input gives a transposed
- * output), contiguous in that order. */
-static TensorImpl *alloc_output(TensorImpl *const *in, int nin, const int64_t *shape, int ndim, ct_dtype dtype,
-                                ct_device device) {
-    if (ndim < 2) return c10_empty(shape, ndim, dtype, device);
-    int64_t st[MAXOPS][CT_MAX_DIMS];
-    for (int k = 0; k < nin; k++)
-        for (int i = 0; i < ndim; i++) {
-            int d = i - (ndim - in[k]->ndim);
-            st[k][i] = d < 0 || (in[k]->sizes[d] == 1 && shape[i] != 1) ? 0 : in[k]->strides[d];
-        }
-    int perm[CT_MAX_DIMS]; /* perm[0] is the innermost dim */
+/* The dims in the order TensorIterator's reorder_dimensions gives them from
+ * the operands' strides st (perm[0] innermost; insertion sort, as PyTorch
+ * does it). false: the natural order stands. */
+static bool order_dims(int64_t (*st)[CT_MAX_DIMS], int nin, const int64_t *shape, int ndim, int *perm) {
     for (int i = 0; i < ndim; i++) perm[i] = ndim - 1 - i;
     bool moved = false;
-    for (int i = 1; i < ndim; i++) /* insertion sort, as PyTorch does it */
+    for (int i = 1; i < ndim; i++)
         for (int dim1 = i, dim0 = i - 1; dim0 >= 0; dim0--) {
             int c = should_swap(st, nin, shape, perm[dim0], perm[dim1]);
             if (c > 0) {
@@ -143,36 +134,110 @@ static TensorImpl *alloc_output(TensorImpl *const *in, int nin, const int64_t *s
                 break;
             }
         }
-    if (!moved) return c10_empty(shape, ndim, dtype, device);
-    int64_t psizes[CT_MAX_DIMS], strides[CT_MAX_DIMS];
-    for (int j = 0; j < ndim; j++) psizes[j] = shape[perm[ndim - 1 - j]];
-    TensorImpl *t = c10_empty(psizes, ndim, dtype, device);
+    return moved;
+}
+
+/* The strides of a dense tensor of shape whose dims go in perm's order
+ * (perm[0] innermost); a dim of size 0 strides as one of size 1, as empty(). */
+static void dense_strides(const int64_t *shape, int ndim, const int *perm, int64_t *strides) {
+    int64_t p = 1;
+    for (int j = 0; j < ndim; j++) {
+        strides[perm[j]] = p;
+        p *= shape[perm[j]] > 1 ? shape[perm[j]] : 1;
+    }
+}
+
+/* Contiguous, as is_contiguous: size-1 dims do not count. */
+static bool strides_contiguous(const int64_t *shape, const int64_t *strides, int ndim) {
+    int64_t expect = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] == 0) return true;
+        if (shape[d] == 1) continue;
+        if (strides[d] != expect) return false;
+        expect *= shape[d];
+    }
+    return true;
+}
+
+/* Dense and non-overlapping: some permutation of the dims is contiguous. */
+static bool strides_dense(const int64_t *shape, const int64_t *strides, int ndim) {
+    int perm[CT_MAX_DIMS];
+    for (int i = 0; i < ndim; i++) perm[i] = i;
+    for (int i = 1; i < ndim; i++) { /* innermost (smallest stride) first */
+        int d = perm[i], j = i;
+        while (j > 0 && strides[perm[j - 1]] > strides[d]) perm[j] = perm[j - 1], j--;
+        perm[j] = d;
+    }
+    int64_t expect = 1;
+    for (int i = 0; i < ndim; i++) {
+        int d = perm[i];
+        if (shape[d] == 1) continue;
+        if (strides[d] != expect) return false;
+        expect *= shape[d];
+    }
+    return true;
+}
+
+static bool dense_non_overlapping(const TensorImpl *t) {
+    return t->is_contiguous || strides_dense(t->sizes, t->strides, t->ndim);
+}
+
+/* The strides TensorIterator sees for input t of an op that computes in
+ * dtype `compute`: an input of another dtype is first converted by .to(),
+ * whose preserve_format keeps a dense layout and lays out any other densely
+ * in the same dim order (empty_like). */
+static void seen_strides(const TensorImpl *t, ct_dtype compute, int64_t *strides) {
+    memcpy(strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    if (t->dtype == compute || t->ndim < 2 || dense_non_overlapping(t)) return;
+    int64_t st[1][CT_MAX_DIMS];
+    int perm[CT_MAX_DIMS];
+    memcpy(st[0], t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    order_dims(st, 1, t->sizes, t->ndim, perm);
+    dense_strides(t->sizes, t->ndim, perm, strides);
+}
+
+/* A new tensor of shape with these (dense) strides. */
+static TensorImpl *empty_with_strides(const int64_t *shape, const int64_t *strides, int ndim, ct_dtype dtype,
+                                      ct_device device) {
+    TensorImpl *t = c10_empty(shape, ndim, dtype, device);
     if (!t) return NULL;
-    for (int j = 0; j < ndim; j++) strides[perm[ndim - 1 - j]] = t->strides[j];
-    memcpy(t->sizes, shape, (size_t)ndim * sizeof *shape);
     memcpy(t->strides, strides, (size_t)ndim * sizeof *strides);
     c10_refresh(t);
     return t;
 }
 
-/* Dense and non-overlapping: some permutation of the dims is contiguous. */
-static bool dense_non_overlapping(const TensorImpl *t) {
-    if (t->is_contiguous) return true;
+/* The output of an elementwise op computing in dtype compute, laid out as
+ * TensorIterator lays it out. Its fast setup first: inputs of the output's
+ * shape that are all contiguous give a contiguous output, all dense with the
+ * same strides give those strides. Otherwise the dims go in the order the
+ * inputs' strides suggest (a transposed input gives a transposed output),
+ * contiguous in that order. Inputs count as the op's conversions leave them
+ * (seen_strides). */
+static TensorImpl *alloc_output(TensorImpl *const *in, int nin, const int64_t *shape, int ndim, ct_dtype dtype,
+                                ct_dtype compute, ct_device device) {
+    if (ndim < 2) return c10_empty(shape, ndim, dtype, device);
+    int64_t seen[MAXOPS][CT_MAX_DIMS], st[MAXOPS][CT_MAX_DIMS];
+    bool same_shape = true, contiguous = true, same_dense = true;
+    for (int k = 0; k < nin; k++) {
+        seen_strides(in[k], compute, seen[k]);
+        same_shape &= in[k]->ndim == ndim && !memcmp(in[k]->sizes, shape, sizeof(int64_t) * (size_t)ndim);
+        if (same_shape) {
+            contiguous &= strides_contiguous(shape, seen[k], ndim);
+            same_dense &= strides_dense(shape, seen[k], ndim) &&
+                          !memcmp(seen[k], seen[0], sizeof(int64_t) * (size_t)ndim);
+        }
+        for (int i = 0; i < ndim; i++) {
+            int d = i - (ndim - in[k]->ndim);
+            st[k][i] = d < 0 || (in[k]->sizes[d] == 1 && shape[i] != 1) ? 0 : seen[k][d];
+        }
+    }
+    if (same_shape && contiguous) return c10_empty(shape, ndim, dtype, device);
+    if (same_shape && same_dense) return empty_with_strides(shape, seen[0], ndim, dtype, device);
     int perm[CT_MAX_DIMS];
-    for (int i = 0; i < t->ndim; i++) perm[i] = i;
-    for (int i = 1; i < t->ndim; i++) { /* innermost (smallest stride) first */
-        int d = perm[i], j = i;
-        while (j > 0 && t->strides[perm[j - 1]] > t->strides[d]) perm[j] = perm[j - 1], j--;
-        perm[j] = d;
-    }
-    int64_t expect = 1;
-    for (int i = 0; i < t->ndim; i++) {
-        int d = perm[i];
-        if (t->sizes[d] == 1) continue;
-        if (t->strides[d] != expect) return false;
-        expect *= t->sizes[d];
-    }
-    return true;
+    if (!order_dims(st, nin, shape, ndim, perm)) return c10_empty(shape, ndim, dtype, device);
+    int64_t strides[CT_MAX_DIMS];
+    dense_strides(shape, ndim, perm, strides);
+    return empty_with_strides(shape, strides, ndim, dtype, device);
 }
 
 /* PyTorch's assert_no_partial_overlap, for the cases it decides: two dense
@@ -214,7 +279,7 @@ TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype) {
         return o;
     }
     TensorImpl *in[1] = {(TensorImpl *)t};
-    return alloc_output(in, 1, t->sizes, t->ndim, dtype, t->device);
+    return alloc_output(in, 1, t->sizes, t->ndim, dtype, t->dtype, t->device);
 }
 
 /* ---- planning: broadcast strides, reorder, coalesce ---- */
@@ -711,6 +776,16 @@ static bool all_cpu_scalars(const ElementwiseSpec *spec, TensorImpl *const *in) 
     return true;
 }
 
+/* TensorIterator's common dtype, the one inputs of other dtypes are converted
+ * to (not the kernel's: 16-bit floats compute in float32 without a copy):
+ * the inputs promoted, integers to float for ops that compute in float. */
+static ct_dtype common_dtype(const ElementwiseSpec *spec, TensorImpl *const *in) {
+    PromoteState st = {0};
+    for (int k = 0; k < spec->ninputs; k++) promote_add_tensor(&st, in[k]);
+    ct_dtype common = promote_result(&st);
+    return c10_is_float(spec->in_dtype) && !c10_is_float(common) ? spec->in_dtype : common;
+}
+
 int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out, ew_kernel kernel,
            const double *s) {
     if (!*out && all_cpu_scalars(spec, in)) {
@@ -756,7 +831,8 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
                                      "written-to tensor refer to a single memory location. Please clone() the "
                                      "tensor before performing the operation.", spec->op);
     } else {
-        o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype, device);
+        o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype,
+                         ndim < 2 ? spec->in_dtype : common_dtype(spec, in), device);
         if (!o) return -1;
     }
     if (o->device != CT_META && o->numel == 1) {

@@ -240,3 +240,51 @@ def test_copy_converting_transposed(src_dt, dst_dt):
         h = ct.from_torch(torch.zeros(shape, dtype=dst_dt))
         ct.check_int(lib.ct_copy_(h, ct.from_torch(src)))
         ct.assert_close(h, want, what=f"copy_ {src_dt} -> {dst_dt} {shape}: ")
+
+
+def strided(shape, dtype, seed, step, order=None):
+    """A non-dense tensor: every step-th element of a buffer, dims in `order`'s
+    memory order (innermost last)."""
+    order = order or tuple(range(len(shape)))
+    inner = tuple(shape[d] for d in order)
+    base = values(inner[:-1] + (inner[-1] * step,), dtype, seed)[..., ::step]
+    return base.permute(*[order.index(i) for i in range(len(shape))])
+
+
+OUTPUT_LAYOUT_CASES = {
+    # all inputs contiguous (size-1 dims' strides do not count): a contiguous output
+    "[1,N] from a [N,1] transposed": lambda: (values((200, 1), torch.float32, 1).t(),
+                                              values((1, 200), torch.float32, 2)),
+    # a converted non-dense input is seen as .to() leaves it: dense, in its own order
+    "float16 column-major slice + float32": lambda: (strided((6, 4), torch.float16, 3, 2, (1, 0)),
+                                                     values((6, 4), torch.float32, 4)),
+    "float16 [1,N] slice + float32 [1,N]": lambda: (strided((1, 200), torch.float16, 5, 3, (1, 0)),
+                                                   values((1, 200), torch.float32, 6)),
+    "int16 [N,1] slice + int32": lambda: (strided((200, 1), torch.int16, 7, 3, (1, 0)),
+                                         values((200, 1), torch.int32, 8)),
+    # 16-bit floats are computed without a conversion copy (the kernel widens them)
+    "bfloat16 [1,N] slice + bfloat16": lambda: (strided((1, 200), torch.bfloat16, 15, 3, (1, 0)),
+                                               values((1, 200), torch.bfloat16, 16)),
+    # inputs dense with the same strides: those strides
+    "two permuted alike": lambda: (transposed((5, 1, 7), torch.float32, 9, (2, 0, 1)),
+                                   transposed((5, 1, 7), torch.float32, 10, (2, 0, 1))),
+    "two permuted alike, one converted": lambda: (transposed((5, 3, 7), torch.float16, 11, (1, 2, 0)),
+                                                  transposed((5, 3, 7), torch.float32, 12, (1, 2, 0))),
+    # no fast setup: broadcasting, the inputs' stride order decides
+    "slice beside a broadcast row": lambda: (strided((6, 4), torch.float64, 13, 2, (1, 0)),
+                                             values((4,), torch.float32, 14)),
+}
+
+
+@pytest.mark.parametrize("case", list(OUTPUT_LAYOUT_CASES))
+def test_output_layout(case):
+    """The output's strides are TensorIterator's, also where they only differ on
+    size-1 dims or come from an input the op converts."""
+    x, y = OUTPUT_LAYOUT_CASES[case]()
+    for name in ("add", "mul"):
+        h = binary(name, x, y)
+        ct.assert_close(h, torch_binary(name, x, y))
+        ct.assert_same_layout(h, torch_binary(name, x, y), what=f"{case}, {name}: ")
+    if x.dtype != torch.float16:  # torch 1.13 has no float16 sqrt on the CPU
+        h = ct.check(lib.ct_sqrt(ct.from_torch(x)))
+        ct.assert_same_layout(h, torch.sqrt(x), what=f"{case}, sqrt: ")
