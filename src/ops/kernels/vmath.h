@@ -22,6 +22,14 @@ VM_BITCAST(vm_float_to_bits, float, int32_t)
 VM_BITCAST(vm_bits_to_double, uint64_t, double)
 VM_BITCAST(vm_double_to_bits, double, uint64_t)
 
+/* a * b + c, fused where the target has the instruction (tgmath: fmaf for
+ * floats), so that gcc (no contraction in ISO C mode) and clang round alike */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define VM_FMA(a, b, c) fma(a, b, c)
+#else
+#define VM_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* exp(x) = 2^n e^r, n = round(x / ln 2), |r| <= ln2/2 */
 static inline float vm_expf(float x) {
     const float hi = 88.7228391f, lo = -103.972084f;
@@ -33,12 +41,12 @@ static inline float vm_expf(float x) {
     r = r - n * -2.12194440e-4f;
     float r2 = r * r;
     float p = 1.9875691500E-4f;
-    p = p * r + 1.3981999507E-3f;
-    p = p * r + 8.3334519073E-3f;
-    p = p * r + 4.1665795894E-2f;
-    p = p * r + 1.6666665459E-1f;
-    p = p * r + 5.0000001201E-1f;
-    p = p * r2 + r + 1.0f;
+    p = VM_FMA(p, r, 1.3981999507E-3f);
+    p = VM_FMA(p, r, 8.3334519073E-3f);
+    p = VM_FMA(p, r, 4.1665795894E-2f);
+    p = VM_FMA(p, r, 1.6666665459E-1f);
+    p = VM_FMA(p, r, 5.0000001201E-1f);
+    p = VM_FMA(p, r2, r) + 1.0f;
     /* 2^n in two halves, so that results down in the subnormals come out right */
     int32_t ni = (int32_t)n, n1 = ni >> 1, n2 = ni - n1;
     float y = p * vm_bits_to_float((n1 + 127) << 23) * vm_bits_to_float((n2 + 127) << 23);
@@ -58,14 +66,14 @@ static inline float vm_logf(float x) {
     m = small ? m + m - 1.0f : m - 1.0f;
     float z = m * m;
     float p = 7.0376836292E-2f;
-    p = p * m - 1.1514610310E-1f;
-    p = p * m + 1.1676998740E-1f;
-    p = p * m - 1.2420140846E-1f;
-    p = p * m + 1.4249322787E-1f;
-    p = p * m - 1.6668057665E-1f;
-    p = p * m + 2.0000714765E-1f;
-    p = p * m - 2.4999993993E-1f;
-    p = p * m + 3.3333331174E-1f;
+    p = VM_FMA(p, m, -1.1514610310E-1f);
+    p = VM_FMA(p, m, 1.1676998740E-1f);
+    p = VM_FMA(p, m, -1.2420140846E-1f);
+    p = VM_FMA(p, m, 1.4249322787E-1f);
+    p = VM_FMA(p, m, -1.6668057665E-1f);
+    p = VM_FMA(p, m, 2.0000714765E-1f);
+    p = VM_FMA(p, m, -2.4999993993E-1f);
+    p = VM_FMA(p, m, 3.3333331174E-1f);
     float y = p * m * z;
     float fe = (float)e;
     y += -2.12194440e-4f * fe;
@@ -83,10 +91,10 @@ static inline float vm_tanhf(float x) {
     float ax = x < 0 ? -x : x;
     float z = x * x;
     float p = -5.70498872745E-3f;
-    p = p * z + 2.06390887954E-2f;
-    p = p * z - 5.37397155531E-2f;
-    p = p * z + 1.33314422036E-1f;
-    p = p * z - 3.33332819422E-1f;
+    p = VM_FMA(p, z, 2.06390887954E-2f);
+    p = VM_FMA(p, z, -5.37397155531E-2f);
+    p = VM_FMA(p, z, 1.33314422036E-1f);
+    p = VM_FMA(p, z, -3.33332819422E-1f);
     float small = p * z * x + x;
     /* clamp where tanh is 1 in float, yet e + 1 stays finite (exp(88) < FLT_MAX);
      * clamping lower (at 9) left tanh(x > 9) one ulp short of 1 */
@@ -102,11 +110,6 @@ static inline float vm_tanhf(float x) {
  * tests/test_vmath.c against long double libm (2^21 random doubles in each of 3-4
  * ranges, and 40,000 around each edge) with FMA (-march=native); without FMA,
  * exp's are the same, log's 0.73 and tanh's 0.79 ulp. */
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
-#define VM_FMA(a, b, c) fma(a, b, c)
-#else
-#define VM_FMA(a, b, c) ((a) * (b) + (c))
-#endif
 #define VM_SHIFTER 0x1.8p52 /* x + 1.5 * 2^52 rounds x to an integer, kept in the low bits */
 #define VM_LN2_HI 0x1.62e42feep-1 /* ln 2 to 32 bits: k * VM_LN2_HI is exact for |k| < 2^21 */
 #define VM_LN2_LO 0x1.a39ef35793c76p-33
