@@ -40,6 +40,13 @@
 #define CT_PRINTF(a, b)
 #endif
 
+/* OpenMP pragmas that vanish in builds without OpenMP: OMP(omp parallel for ...) */
+#ifdef _OPENMP
+#define OMP(...) _Pragma(#__VA_ARGS__)
+#else
+#define OMP(...)
+#endif
+
 /* Broken invariants (never user errors) abort with file and line. */
 #define CT_ASSERT(cond)                                                        \
     do {                                                                       \

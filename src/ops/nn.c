@@ -59,11 +59,11 @@ static TensorImpl *convert_owned(TensorImpl *t, ct_dtype d) {
             for (int64_t i = 0; i < n; i++) s += (double)v[i];                                            \
             return s;                                                                                      \
         }                                                                                                  \
-        _Pragma("omp parallel for schedule(static) if (n > GRAIN)")                                       \
+        OMP(omp parallel for schedule(static) if (n > GRAIN))                                       \
         for (int64_t b = 0; b < nb; b++) {                                                                 \
             int64_t lo = b * BLOCK, hi = lo + BLOCK < n ? lo + BLOCK : n;                                 \
             double s = 0;                                                                                  \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t i = lo; i < hi; i++) s += (double)v[i];     \
+            OMP(omp simd reduction(+ : s)) for (int64_t i = lo; i < hi; i++) s += (double)v[i];     \
             part[b] = s;                                                                                   \
         }                                                                                                  \
         double s = 0;                                                                                      \
@@ -209,7 +209,7 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
                               const T *restrict ls, T *restrict e) {                                     \
         for (int64_t r = 0; r < rows; r++)                                                                 \
             for (int64_t c = 0; c < C; c++) e[r * C + c] = (x[r * C + c] - m[r]) - (ls ? ls[r] : 0);      \
-        _Pragma("omp simd") for (int64_t i = 0; i < rows * C; i++) e[i] = exp(e[i]);                      \
+        OMP(omp simd) for (int64_t i = 0; i < rows * C; i++) e[i] = exp(e[i]);                      \
     }                                                                                                      \
     /* max and sum of a row: vectorised reductions for long rows, plain loops for short ones */          \
     static inline T row_max_##S(const T *restrict xr, int64_t C) {                                         \
@@ -217,7 +217,7 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
         if (C < 16)                                                                                        \
             for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m;                                     \
         else                                                                                               \
-            _Pragma("omp simd reduction(max : m)") for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m; \
+            OMP(omp simd reduction(max : m)) for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m; \
         return m;                                                                                          \
     }                                                                                                      \
     static inline T row_sum_##S(const T *restrict xr, int64_t C) {                                         \
@@ -225,7 +225,7 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
         if (C < 16)                                                                                        \
             for (int64_t c = 0; c < C; c++) s += xr[c];                                                    \
         else                                                                                               \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t c = 0; c < C; c++) s += xr[c];               \
+            OMP(omp simd reduction(+ : s)) for (int64_t c = 0; c < C; c++) s += xr[c];               \
         return s;                                                                                          \
     }                                                                                                      \
     /* m[r] = max(x[r, :]), ls[r] = log(sum(exp(x[r, :] - m[r]))): log_softmax is
@@ -235,7 +235,7 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
         for (int64_t r = 0; r < rows; r++) m[r] = row_max_##S(x + r * C, C);                              \
         block_exp_##S(x, rows, C, m, NULL, e);                                                             \
         for (int64_t r = 0; r < rows; r++) ls[r] = row_sum_##S(e + r * C, C);                              \
-        _Pragma("omp simd") for (int64_t r = 0; r < rows; r++) ls[r] = log(ls[r]);                         \
+        OMP(omp simd) for (int64_t r = 0; r < rows; r++) ls[r] = log(ls[r]);                         \
     }
 DEF_BLOCK_EXP(float, f32)
 DEF_BLOCK_EXP(double, f64)
@@ -258,11 +258,11 @@ static size_t ce_scratch(int64_t br, int64_t C, size_t es) { return (size_t)(br 
         const T ec = (T)(eps / (double)C), keep = (T)(1 - eps);                                           \
         const int64_t br = ce_block_rows(R, C), nb = (R + br - 1) / br;                                   \
         int fail = 0;                                                                                      \
-        _Pragma("omp parallel if (R * C > GRAIN) reduction(| : fail)") {                                  \
+        OMP(omp parallel if (R * C > GRAIN) reduction(| : fail)) {                                  \
             size_t sz = ce_scratch(br, C, sizeof(T));                                                      \
             T *e = c10_alloc(sz), *lb = e ? e + br * C : NULL;                                             \
             fail = !e;                                                                                     \
-            _Pragma("omp for schedule(static)") for (int64_t b = 0; b < nb; b++) {                        \
+            OMP(omp for schedule(static)) for (int64_t b = 0; b < nb; b++) {                        \
                 if (!e) continue;                                                                          \
                 int64_t r0 = b * br, r1 = r0 + br < R ? r0 + br : R;                                       \
                 block_lse_##S(x + r0 * C, r1 - r0, C, e, lb + br, lb);                                              \
@@ -274,10 +274,10 @@ static size_t ce_scratch(int64_t br, int64_t C, size_t es) { return (size_t)(br 
                         const T *restrict pr = tp + r * C;                                                \
                         T acc = 0;                                                                         \
                         if (w)                                                                             \
-                            _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)        \
+                            OMP(omp simd reduction(+ : acc)) for (int64_t c = 0; c < C; c++)        \
                                 acc += (pr[c] * keep + ec) * w[c] * (ls - (xr[c] - m));                   \
                         else                                                                               \
-                            _Pragma("omp simd reduction(+ : acc)") for (int64_t c = 0; c < C; c++)        \
+                            OMP(omp simd reduction(+ : acc)) for (int64_t c = 0; c < C; c++)        \
                                 acc += (pr[c] * keep + ec) * (ls - (xr[c] - m));                           \
                         l = (double)acc;                                                                   \
                     } else if (tgt[r] != ignore) {                                                         \
@@ -287,10 +287,10 @@ static size_t ce_scratch(int64_t br, int64_t C, size_t es) { return (size_t)(br 
                         if (eps > 0) {                                                                     \
                             T sm = 0;                                                                      \
                             if (w)                                                                         \
-                                _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++)     \
+                                OMP(omp simd reduction(+ : sm)) for (int64_t c = 0; c < C; c++)     \
                                     sm += w[c] * (ls - (xr[c] - m));                                       \
                             else                                                                           \
-                                _Pragma("omp simd reduction(+ : sm)") for (int64_t c = 0; c < C; c++)     \
+                                OMP(omp simd reduction(+ : sm)) for (int64_t c = 0; c < C; c++)     \
                                     sm += ls - (xr[c] - m);                                                \
                             acc += ec * sm;                                                                \
                         }                                                                                  \
@@ -324,11 +324,11 @@ DEF_CE_FWD(double, f64)
         }                                                                                                  \
         const int64_t br = ce_block_rows(R, C), nb = (R + br - 1) / br;                                   \
         int fail = 0;                                                                                      \
-        _Pragma("omp parallel if (R * C > GRAIN) reduction(| : fail)") {                                  \
+        OMP(omp parallel if (R * C > GRAIN) reduction(| : fail)) {                                  \
             size_t sz = coef ? 0 : ce_scratch(br, C, sizeof(T));                                           \
             T *e = coef ? NULL : c10_alloc(sz), *lb = e ? e + br * C : NULL;                               \
             fail = !coef && !e;                                                                            \
-            _Pragma("omp for schedule(static)") for (int64_t b = 0; b < nb; b++) {                        \
+            OMP(omp for schedule(static)) for (int64_t b = 0; b < nb; b++) {                        \
                 if (!coef && !e) continue;                                                                 \
                 int64_t r0 = b * br, r1 = r0 + br < R ? r0 + br : R;                                       \
                 if (!coef) { /* e = softmax of the block's rows */                                        \
@@ -822,15 +822,15 @@ TensorImpl *nn_pw_grad(int op, const OpArgs *a, const TensorImpl *gout, int whic
     static void ln_fwd_##S(const T *restrict x, int64_t R, int64_t M, const T *restrict w,              \
                            const T *restrict b, double eps, T *restrict y, T *restrict mean,             \
                            T *restrict rstd) {                                                            \
-        _Pragma("omp parallel for schedule(static) if (R * M > GRAIN)")                                   \
+        OMP(omp parallel for schedule(static) if (R * M > GRAIN))                                   \
         for (int64_t r = 0; r < R; r++) {                                                                  \
             const T *restrict xr = x + r * M;                                                             \
             T *restrict yr = y ? y + r * M : NULL;                                                        \
             double s = 0;                                                                                  \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < M; i++) s += (double)xr[i];      \
+            OMP(omp simd reduction(+ : s)) for (int64_t i = 0; i < M; i++) s += (double)xr[i];      \
             T mu = (T)(s / (double)M);                                                                     \
             double v = 0;                                                                                  \
-            _Pragma("omp simd reduction(+ : v)") for (int64_t i = 0; i < M; i++) {                        \
+            OMP(omp simd reduction(+ : v)) for (int64_t i = 0; i < M; i++) {                        \
                 T d = xr[i] - mu;                                                                          \
                 v += (double)(d * d);                                                                      \
             }                                                                                              \
@@ -931,7 +931,7 @@ fail:
     static void ln_bwd_##S(const T *restrict x, const T *restrict g, int64_t R, int64_t M,              \
                            const T *restrict w, const T *restrict mean, const T *restrict rstd,         \
                            T *restrict gx, double *restrict pgw, double *restrict pgb, int64_t nb) {     \
-        _Pragma("omp parallel for schedule(static) if (R * M > GRAIN)")                                   \
+        OMP(omp parallel for schedule(static) if (R * M > GRAIN))                                   \
         for (int64_t blk = 0; blk < nb; blk++) {                                                           \
             int64_t lo = blk * R / nb, hi = (blk + 1) * R / nb;                                           \
             double *restrict bw = pgw ? pgw + blk * M : NULL, *restrict bb = pgb ? pgb + blk * M : NULL;  \
@@ -941,37 +941,37 @@ fail:
                 const T *restrict xr = x + r * M, *restrict gr = g + r * M;                               \
                 const T mu = mean[r], rs = rstd[r];                                                        \
                 if (bw && bb) {                                                                            \
-                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++) {                                  \
+                    OMP(omp simd) for (int64_t i = 0; i < M; i++) {                                  \
                         bw[i] += (double)(gr[i] * (xr[i] - mu) * rs);                                      \
                         bb[i] += (double)gr[i];                                                            \
                     }                                                                                      \
                 } else if (bw) {                                                                           \
-                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++)                                    \
+                    OMP(omp simd) for (int64_t i = 0; i < M; i++)                                    \
                         bw[i] += (double)(gr[i] * (xr[i] - mu) * rs);                                      \
                 } else if (bb) {                                                                           \
-                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++) bb[i] += (double)gr[i];            \
+                    OMP(omp simd) for (int64_t i = 0; i < M; i++) bb[i] += (double)gr[i];            \
                 }                                                                                          \
                 if (!gx) continue;                                                                         \
                 T *restrict o = gx + r * M;                                                                \
                 double s1 = 0, s2 = 0;                                                                     \
                 if (w) {                                                                                   \
-                    _Pragma("omp simd reduction(+ : s1, s2)") for (int64_t i = 0; i < M; i++) {            \
+                    OMP(omp simd reduction(+ : s1, s2)) for (int64_t i = 0; i < M; i++) {            \
                         T gh = gr[i] * w[i];                                                               \
                         s1 += (double)gh;                                                                  \
                         s2 += (double)(gh * (xr[i] - mu));                                                 \
                     }                                                                                      \
                 } else {                                                                                   \
-                    _Pragma("omp simd reduction(+ : s1, s2)") for (int64_t i = 0; i < M; i++) {            \
+                    OMP(omp simd reduction(+ : s1, s2)) for (int64_t i = 0; i < M; i++) {            \
                         s1 += (double)gr[i];                                                               \
                         s2 += (double)(gr[i] * (xr[i] - mu));                                              \
                     }                                                                                      \
                 }                                                                                          \
                 const T c1 = (T)(s1 / (double)M), c2 = (T)(s2 * (double)rs * (double)rs / (double)M);     \
                 if (w) {                                                                                   \
-                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++)                                    \
+                    OMP(omp simd) for (int64_t i = 0; i < M; i++)                                    \
                         o[i] = rs * (gr[i] * w[i] - c1 - (xr[i] - mu) * c2);                               \
                 } else {                                                                                   \
-                    _Pragma("omp simd") for (int64_t i = 0; i < M; i++)                                    \
+                    OMP(omp simd) for (int64_t i = 0; i < M; i++)                                    \
                         o[i] = rs * (gr[i] - c1 - (xr[i] - mu) * c2);                                      \
                 }                                                                                          \
             }                                                                                              \
@@ -1047,21 +1047,21 @@ fail:
     static void bn_fwd_##S(const T *restrict x, int64_t N, int64_t C, int64_t inner, bool training,      \
                            const T *restrict w, const T *restrict b, double eps, T *restrict y,          \
                            T *restrict mean, T *restrict rstd, double *restrict var_out) {                \
-        _Pragma("omp parallel for schedule(static) if (N * C * inner > GRAIN)")                           \
+        OMP(omp parallel for schedule(static) if (N * C * inner > GRAIN))                           \
         for (int64_t c = 0; c < C; c++) {                                                                  \
             T mu, rs;                                                                                      \
             if (training) {                                                                                \
                 double s = 0;                                                                              \
                 for (int64_t n = 0; n < N; n++) {                                                          \
                     const T *restrict p = x + (n * C + c) * inner;                                        \
-                    _Pragma("omp simd reduction(+ : s)") for (int64_t i = 0; i < inner; i++) s += (double)p[i]; \
+                    OMP(omp simd reduction(+ : s)) for (int64_t i = 0; i < inner; i++) s += (double)p[i]; \
                 }                                                                                          \
                 double cnt = (double)(N * inner);                                                          \
                 mu = (T)(s / cnt);                                                                         \
                 double v = 0;                                                                              \
                 for (int64_t n = 0; n < N; n++) {                                                          \
                     const T *restrict p = x + (n * C + c) * inner;                                        \
-                    _Pragma("omp simd reduction(+ : v)") for (int64_t i = 0; i < inner; i++) {            \
+                    OMP(omp simd reduction(+ : v)) for (int64_t i = 0; i < inner; i++) {            \
                         T d = p[i] - mu;                                                                   \
                         v += (double)(d * d);                                                              \
                     }                                                                                      \
@@ -1212,13 +1212,13 @@ fail:
                            bool training, const T *restrict w, const T *restrict mean,                   \
                            const T *restrict rstd, T *restrict gx, double *restrict gw,                  \
                            double *restrict gb) {                                                         \
-        _Pragma("omp parallel for schedule(static) if (N * C * inner > GRAIN)")                           \
+        OMP(omp parallel for schedule(static) if (N * C * inner > GRAIN))                           \
         for (int64_t c = 0; c < C; c++) {                                                                  \
             T mu = mean[c], rs = rstd[c], wc = w ? w[c] : (T)1;                                            \
             double sg = 0, sgx = 0;                                                                        \
             for (int64_t n = 0; n < N; n++) {                                                              \
                 const T *restrict p = x + (n * C + c) * inner, *restrict q = g + (n * C + c) * inner;    \
-                _Pragma("omp simd reduction(+ : sg, sgx)") for (int64_t i = 0; i < inner; i++) {          \
+                OMP(omp simd reduction(+ : sg, sgx)) for (int64_t i = 0; i < inner; i++) {          \
                     sg += (double)q[i];                                                                    \
                     sgx += (double)(q[i] * (p[i] - mu));                                                   \
                 }                                                                                          \

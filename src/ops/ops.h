@@ -20,13 +20,6 @@
 #include "core/core.h"
 #include <stddef.h>
 
-/* OpenMP pragmas that vanish in builds without OpenMP: OMP(omp parallel for ...) */
-#ifdef _OPENMP
-#define OMP(...) _Pragma(#__VA_ARGS__)
-#else
-#define OMP(...)
-#endif
-
 #define OP_MAX_TENSORS (2 + CT_MAX_DIMS) /* index_put: self, values, an index per dim */
 #define OP_MAX_INTS (4 * CT_MAX_DIMS + 8) /* view_scatter: two geometries (sizes, strides) */
 #define OP_MAX_OUTS 4

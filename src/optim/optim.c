@@ -180,7 +180,7 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
                         bool first) {                                                                            \
         const T wd = (T)G->weight_decay, mom = (T)G->momentum, damp1 = (T)(1 - G->dampening), nlr = (T)(-G->lr); \
         const bool has_wd = G->weight_decay != 0, has_mom = G->momentum != 0, nest = G->nesterov;                \
-        _Pragma("omp parallel for if (n > PAR_GRAIN)") for (int64_t i = 0; i < n; i++) {                         \
+        OMP(omp parallel for if (n > PAR_GRAIN)) for (int64_t i = 0; i < n; i++) {                         \
             T d = g[i];                                                                                          \
             if (has_wd) d = FMA(p[i], wd, d);                                                                    \
             if (has_mom) {                                                                                       \
@@ -198,7 +198,7 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
         const T wd = (T)G->weight_decay, eps = (T)G->eps, bc2s = (T)sqrt(bc2);                                   \
         const T nstep = (T)(-(G->lr / bc1)), decay = (T)(1 - G->lr * G->weight_decay);                           \
         const bool coupled_wd = !decoupled && G->weight_decay != 0, ams = G->amsgrad;                            \
-        _Pragma("omp parallel for if (n > PAR_GRAIN)") for (int64_t i = 0; i < n; i++) {                         \
+        OMP(omp parallel for if (n > PAR_GRAIN)) for (int64_t i = 0; i < n; i++) {                         \
             T pi = p[i], gi = g[i];                                                                              \
             if (decoupled) pi = pi * decay;                                                                      \
             if (coupled_wd) gi = FMA(pi, wd, gi);                                                                \
@@ -222,7 +222,7 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
         const T alpha = (T)G->alpha, oa = (T)(1 - G->alpha), wd = (T)G->weight_decay, eps = (T)G->eps;           \
         const T mom = (T)G->momentum, nlr = (T)(-G->lr);                                                         \
         const bool has_wd = G->weight_decay != 0, has_mom = G->momentum > 0, centered = G->centered;             \
-        _Pragma("omp parallel for if (n > PAR_GRAIN)") for (int64_t i = 0; i < n; i++) {                         \
+        OMP(omp parallel for if (n > PAR_GRAIN)) for (int64_t i = 0; i < n; i++) {                         \
             T gi = g[i];                                                                                         \
             if (has_wd) gi = FMA(p[i], wd, gi);                                                                  \
             T s = FMA(oa * gi, gi, sq[i] * alpha);                                                               \
