@@ -256,28 +256,14 @@ static bool partial_overlap(const TensorImpl *out, const TensorImpl *in) {
 
 TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, ct_dtype dtype,
                              ct_device device) {
-    TensorImpl geom = {.ndim = ndim};
-    memcpy(geom.sizes, sizes, sizeof(int64_t) * (size_t)ndim);
-    memcpy(geom.strides, strides, sizeof(int64_t) * (size_t)ndim);
-    c10_refresh(&geom);
-    TensorImpl *o = c10_empty(sizes, ndim, dtype, device);
-    if (o && !geom.is_contiguous && dense_non_overlapping(&geom)) {
-        memcpy(o->strides, strides, sizeof(int64_t) * (size_t)ndim);
-        c10_refresh(o);
-    }
-    return o;
+    if (!strides_contiguous(sizes, strides, ndim) && strides_dense(sizes, strides, ndim))
+        return empty_with_strides(sizes, strides, ndim, dtype, device);
+    return c10_empty(sizes, ndim, dtype, device);
 }
 
+/* torch.empty_like(t, memory_format=preserve_format): t's strides when dense,
+ * else dense in t's dim order (alloc_output with t as the only input) */
 TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype) {
-    if (t->is_contiguous || t->ndim < 2) return c10_empty(t->sizes, t->ndim, dtype, t->device);
-    if (dense_non_overlapping(t)) {
-        TensorImpl *o = c10_empty(t->sizes, t->ndim, dtype, t->device);
-        if (o) {
-            memcpy(o->strides, t->strides, sizeof(int64_t) * (size_t)t->ndim);
-            c10_refresh(o);
-        }
-        return o;
-    }
     TensorImpl *in[1] = {(TensorImpl *)t};
     return alloc_output(in, 1, t->sizes, t->ndim, dtype, t->dtype, t->device);
 }

@@ -818,12 +818,6 @@ static void split3(const TensorImpl *t, int d, int64_t *outer, int64_t *D, int64
     for (int k = d + 1; k < t->ndim; k++) *inner *= t->sizes[k];
 }
 
-#ifdef _OPENMP
-#define OMP_FOR_NT _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
-#else
-#define OMP_FOR_NT
-#endif
-
 /* scan_NAME: the running sums or products of x along D, in place, accumulated
  * in A: double for float32 and float64, float for the 16-bit floats (scanned
  * in a float32 copy), as torch's acc_type on the CPU. */

@@ -17,12 +17,6 @@
 
 #define LANES 32
 
-#ifdef _OPENMP
-#define OMP_FOR_NT _Pragma("omp parallel for num_threads(nt) schedule(static) if (nt > 1)")
-#else
-#define OMP_FOR_NT
-#endif
-
 /* exp for float: vmath.h's branch-free Cephes version, so that loops vectorise */
 #define EXP_float vm_expf
 #define EXP_double vm_exp_d

@@ -9,6 +9,9 @@
 
 enum { CT_F32, CT_F64, CT_I64 }; /* compute types */
 
+/* a loop over nt threads (nt in scope), one when nt is 1 */
+#define OMP_FOR_NT OMP(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
+
 /* reductions: SUM PROD MAX MIN (value + first index; NaN wins) ALL ANY,
  * NORM (p: 2, 1, inf, -inf, 0, other: sum |x|^p), SQDEV (sum (x - sh)^2 in d, sum (x - sh) in d1),
  * SUMEXP (sum exp(x - sh)) */
