@@ -1,0 +1,141 @@
+/* softmax.c: the rows and column blocks of softmax and log_softmax (float,
+ * double, and float16 / bfloat16 through float buffers), called by reduce.c. */
+#include "ops/kernels/reduce_kernels.h"
+#include "ops/kernels/vmath.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define EXP_float vm_expf
+#define EXP_double vm_exp_d
+#define LANES 32
+
+/* ---------------------------------------------------------------- softmax */
+
+static inline float flog(float x) { return logf(x); }
+static inline double dlog(double x) { return log(x); }
+#define LOG_float flog
+#define LOG_double dlog
+#define SB 256 /* columns per block when the softmax dim is not innermost */
+/* The float rows with fused multiply-adds in vm_expf's polynomial (clang
+ * contracts a * b + c by default, gcc in ISO C mode does not): the exp pass,
+ * the bulk of the work, takes ~30% less time, within 1.3 ulp of exp. The
+ * double rows keep vmath.h's own rounding. */
+#if defined __GNUC__ && !defined __clang__
+#define ROW_ATTR_float __attribute__((optimize("fp-contract=fast")))
+#else
+#define ROW_ATTR_float
+#endif
+#define ROW_ATTR_double
+
+#define SOFTMAX(T)                                                                       \
+    /* next: the following row, prefetched during the max pass (the rows stream \
+     * from memory; the later passes hit L1) */                                         \
+    ROW_ATTR_##T static void softmax_row_##T(const T *restrict x, T *restrict y, int64_t n, bool logm, \
+                                const T *next) {                                         \
+        T mv[LANES];                                                                     \
+        for (int j = 0; j < LANES; j++) mv[j] = -INFINITY;                               \
+        int64_t i = 0;                                                                   \
+        for (; i + LANES <= n; i += LANES) {                                             \
+            if (next)                                                                    \
+                for (int q = 0; q < LANES; q += 64 / (int)sizeof(T)) __builtin_prefetch(next + i + q); \
+            for (int j = 0; j < LANES; j++) mv[j] = x[i + j] > mv[j] ? x[i + j] : mv[j]; \
+        }                                                                                \
+        T m = -INFINITY;                                                                 \
+        for (; i < n; i++) m = x[i] > m ? x[i] : m;                                      \
+        for (int j = 0; j < LANES; j++) m = mv[j] > m ? mv[j] : m;                       \
+        T acc[LANES] = {0}, s = 0;                                                       \
+        i = 0;                                                                           \
+        if (logm) {                                                                      \
+            for (; i + LANES <= n; i += LANES)                                           \
+                for (int j = 0; j < LANES; j++) acc[j] += EXP_##T(x[i + j] - m);         \
+            for (; i < n; i++) s += EXP_##T(x[i] - m);                                   \
+            for (int j = 0; j < LANES; j++) s += acc[j];                                 \
+            T ls = LOG_##T(s); /* (x - m) - ls, in torch's order: m + ls loses x's digits */ \
+            for (i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                              \
+        } else {                                                                         \
+            for (; i + LANES <= n; i += LANES)                                           \
+                for (int j = 0; j < LANES; j++) {                                        \
+                    T e = EXP_##T(x[i + j] - m);                                         \
+                    y[i + j] = e;                                                        \
+                    acc[j] += e;                                                         \
+                }                                                                        \
+            for (; i < n; i++) {                                                         \
+                T e = EXP_##T(x[i] - m);                                                 \
+                y[i] = e;                                                                \
+                s += e;                                                                  \
+            }                                                                            \
+            for (int j = 0; j < LANES; j++) s += acc[j];                                 \
+            T inv = 1 / s;                                                               \
+            for (i = 0; i < n; i++) y[i] *= inv;                                         \
+        }                                                                                \
+    }                                                                                    \
+    /* columns j0..j0+bl of one outer slice [D, inner] */                                \
+    static void softmax_cols_##T(const T *x, T *y, int64_t D, int64_t inner, int64_t bl, bool logm) { \
+        T m[SB], s[SB];                                                                  \
+        for (int64_t j = 0; j < bl; j++) m[j] = -INFINITY, s[j] = 0;                     \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            for (int64_t j = 0; j < bl; j++) m[j] = r[j] > m[j] ? r[j] : m[j];           \
+        }                                                                                \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            T *restrict w = y + k * inner;                                               \
+            for (int64_t j = 0; j < bl; j++) {                                           \
+                T e = EXP_##T(r[j] - m[j]);                                              \
+                s[j] += e;                                                               \
+                if (!logm) w[j] = e;                                                     \
+            }                                                                            \
+        }                                                                                \
+        for (int64_t j = 0; j < bl; j++) s[j] = logm ? LOG_##T(s[j]) : 1 / s[j];         \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            T *restrict w = y + k * inner;                                               \
+            if (logm)                                                                    \
+                for (int64_t j = 0; j < bl; j++) w[j] = (r[j] - m[j]) - s[j];            \
+            else                                                                         \
+                for (int64_t j = 0; j < bl; j++) w[j] *= s[j];                           \
+        }                                                                                \
+    }                                                                                    \
+    void softmax_##T(const T *x, T *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) { \
+        (void)nt;                                                                        \
+        if (inner == 1) {                                                                \
+            OMP_FOR_NT \
+            for (int64_t o = 0; o < outer; o++)                                          \
+                softmax_row_##T(x + o * D, y + o * D, D, logm, o + 1 < outer ? x + (o + 1) * D : NULL); \
+            return;                                                                      \
+        }                                                                                \
+        int64_t nb = (inner + SB - 1) / SB;                                              \
+        OMP_FOR_NT     \
+        for (int64_t u = 0; u < outer * nb; u++) {                                       \
+            int64_t o = u / nb, j0 = (u % nb) * SB, bl = inner - j0 < SB ? inner - j0 : SB; \
+            softmax_cols_##T(x + o * D * inner + j0, y + o * D * inner + j0, D, inner, bl, logm); \
+        }                                                                                \
+    }
+SOFTMAX(float)
+SOFTMAX(double)
+
+/* ---------------------------------------------------------------- 16-bit floats */
+
+/* Rows converted to float in a per-thread buffer, softmaxed there, rounded
+ * back. false: out of memory. */
+bool softmax_half(const uint16_t *x, uint16_t *y, bool bf, int64_t outer, int64_t D, bool logm, int nt) {
+    float *buf = malloc(sizeof(float) * (size_t)D * 2 * (size_t)nt);
+    if (!buf) return false;
+    OMP_FOR_NT
+    for (int64_t o = 0; o < outer; o++) {
+#ifdef _OPENMP
+        float *b = buf + (size_t)D * 2 * (size_t)omp_get_thread_num();
+#else
+        float *b = buf;
+#endif
+        c10_half_to_float_n(b, x + o * D, bf, D);
+        softmax_row_float(b, b + D, D, logm, NULL);
+        c10_float_to_half_n(y + o * D, b + D, bf, D);
+    }
+    free(buf);
+    return true;
+}
