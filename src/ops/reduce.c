@@ -9,11 +9,12 @@
  *   2. when the reduction is a sum and the innermost kept dim has a small
  *      stride, vectorise across it: a block of the output row lives in
  *      accumulators and every reduced position adds a row into them
- *      (sum(dim=0) of [4096, 4096] streams the rows; rows of another dtype
- *      or strided are gathered first, and prefetched);
+ *      (sum(dim=0) of [4096, 4096] streams the rows; rows are read in place
+ *      when contiguous or a ::2 slice of the float dtypes, int32 or int64,
+ *      the others are gathered and converted first, and prefetched);
  *   3. otherwise reduce each output over its reduced positions, run by run:
- *      contiguous runs of the compute dtype (for sums also of 16-bit floats
- *      and narrower integers) go straight to the op's kernel (several
+ *      contiguous runs of the compute dtype (for sums: runs of any dtype,
+ *      contiguous or a ::2 slice) go straight to the op's kernel (several
  *      accumulator lanes, vectorised), once per output when the run is the
  *      whole reduction; the others (strided, another dtype) are gathered
  *      into a small per-thread buffer first;
@@ -216,12 +217,15 @@ static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, in
     return gbuf;
 }
 
-/* The kernel of rk that reads contiguous elements of the input dtype in
- * place: the compute dtype's own, or a sum's over 16-bit floats and narrower
- * integers; NULL: runs are gathered (converted) first. */
-static rk_fn direct_kernel(const RPlan *pl, int rk) {
-    if (pl->dt == ct_dtype_of_compute[pl->ct]) return rk_kernels[rk][pl->ct];
-    return rk == RK_SUM ? rk_sum_src(pl->dt) : NULL;
+/* The kernel of rk that reads elements of the input dtype in place, stride
+ * bytes apart: the compute dtype's own over a contiguous run, or a sum's over
+ * any dtype, contiguous or a ::2 slice; NULL: runs are gathered (converted)
+ * first. */
+static rk_fn direct_kernel(const RPlan *pl, int rk, int64_t stride) {
+    int64_t es = (int64_t)c10_elsize[pl->dt];
+    if (rk == RK_SUM && compute_type(pl->dt) == pl->ct) /* var's means: ct is double */
+        return stride % es ? NULL : rk_sum_kernel(pl->dt, stride / es);
+    return stride == es && pl->dt == ct_dtype_of_compute[pl->ct] ? rk_kernels[rk][pl->ct] : NULL;
 }
 
 /* Reduces the reduced positions [lo, hi) of the output whose input starts at
@@ -229,7 +233,7 @@ static rk_fn direct_kernel(const RPlan *pl, int rk) {
 static void reduce_range(const RPlan *pl, int rk, const char *base, int64_t lo, int64_t hi, RState *st,
                          double p) {
     if (lo >= hi) return;
-    rk_fn k = rk_kernels[rk][pl->ct], dk = direct_kernel(pl, rk);
+    rk_fn k = rk_kernels[rk][pl->ct], dk = direct_kernel(pl, rk, pl->rst[pl->nr - 1]);
     int nr = pl->nr;
     int64_t idx[CT_MAX_DIMS], rest = lo;
     for (int d = nr - 1; d >= 0; d--) {
@@ -237,7 +241,7 @@ static void reduce_range(const RPlan *pl, int rk, const char *base, int64_t lo, 
         rest /= pl->rs[d];
     }
     int64_t inner = pl->rs[nr - 1], istr = pl->rst[nr - 1];
-    bool direct = dk && istr == (int64_t)c10_elsize[pl->dt];
+    bool direct = dk != NULL;
     _Alignas(64) char gbuf[GCHUNK * 8];
     int64_t pos = lo;
     while (pos < hi) {
@@ -332,10 +336,11 @@ static bool outer_ok(const RPlan *pl, int rk) {
     return pl->rst[pl->nr - 1] != es; /* an inner-contiguous reduction is better per output */
 }
 
-#define OBLOCK 4096 /* columns per unit (direct float / double) */
-#define CBLOCK 1024 /* columns per unit (converted dtypes, gathered rows) */
+#define OBLOCK 4096 /* columns per unit (rows read in place) */
+#define CBLOCK 1024 /* columns per unit (gathered rows) */
 
-#define PF_ROWS 4 /* rows prefetched ahead: short row segments far apart defeat the hardware prefetcher */
+#define PF_ROWS 4     /* rows prefetched ahead */
+#define PF_BYTES 8192 /* row segments shorter than this are prefetched */
 
 /* the next reduced position's row (row-major over the reduced dims) */
 static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
@@ -347,19 +352,28 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
     }
 }
 
+/* How the outer-sum path reads rows: in place (contiguous or a ::2 slice, any
+ * dtype with row kernels) or gathered into the compute dtype first. */
+static rk_rows_fn outer_rows(const RPlan *pl, bool *direct) {
+    int64_t es = (int64_t)c10_elsize[pl->dt], kst = pl->kst[pl->nk - 1];
+    rk_rows_fn f = kst % es || compute_type(pl->dt) != pl->ct ? NULL : rk_sum_rows(pl->dt, kst / es);
+    *direct = f != NULL;
+    return f ? f : rk_sum_rows(ct_dtype_of_compute[pl->ct], 1);
+}
+
 /* Sums of the block [j0, j0 + bl) of the innermost kept dim (at one outer kept
- * index) over every reduced position. Rows of dtype DT (element type T, LOAD
- * converts an element) are read in place; the others (another dtype, a stride)
- * are gathered and converted to the compute type first, which is then T (the
- * variants whose DT is not a compute dtype serve only rows read in place).
- * Rows are added four at a time into A partials (float for float, as PyTorch),
- * flushed into W accumulators every 64 rows. */
-#define OUTER_SUM(name, T, A, W, FIELD, LOAD, DT)                                        \
+ * index) over every reduced position. Rows are read in place or gathered
+ * (outer_rows), added four at a time into A partials (float for float, as
+ * PyTorch), flushed into W accumulators every 64 rows. Short row segments far
+ * apart defeat the hardware prefetcher: they are prefetched PF_ROWS ahead. */
+#define OUTER_SUM(name, A, W, FIELD)                                                     \
     static void outer_sum_##name(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) { \
         int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;           \
         int64_t bl = m - j0 < B ? m - j0 : B, kst = pl->kst[pl->nk - 1];                 \
         const char *base = pl->in + kept_offset(pl, ko * m) + j0 * kst;                  \
-        bool direct = kst == (int64_t)sizeof(T) && pl->dt == DT;                         \
+        bool direct;                                                                     \
+        rk_rows_fn add = outer_rows(pl, &direct);                                        \
+        bool pref = !direct || bl * kst < PF_BYTES;                                      \
         W acc[OBLOCK];                                                                   \
         A part[OBLOCK];                                                                  \
         _Alignas(64) char buf[4][CBLOCK * 8];                                            \
@@ -367,31 +381,24 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
         int64_t idx[CT_MAX_DIMS] = {0}, pidx[CT_MAX_DIMS] = {0};                         \
         const char *ptr = base, *pf = base;                                              \
         for (int k = 0; k < PF_ROWS; k++) row_next(pl, pidx, &pf);                       \
-        const T *rows[4];                                                                \
+        const void *rows[4];                                                             \
         int nrows = 0, groups = 0;                                                       \
         for (int64_t r = 0; r < pl->nred; r++) {                                         \
-            if (!direct && r + PF_ROWS < pl->nred) {                                     \
+            if (pref && r + PF_ROWS < pl->nred) {                                        \
                 for (int64_t q = 0; q < bl * kst; q += 64) __builtin_prefetch(pf + q);   \
                 row_next(pl, pidx, &pf);                                                 \
             }                                                                            \
-            rows[nrows] = direct ? (const T *)ptr : gather(buf[nrows], ptr, kst, pl->dt, pl->ct, bl); \
+            rows[nrows] = direct ? ptr : gather(buf[nrows], ptr, kst, pl->dt, pl->ct, bl); \
             row_next(pl, idx, &ptr);                                                     \
             if (++nrows < 4) continue;                                                   \
-            const T *restrict a0 = rows[0], *restrict a1 = rows[1];                      \
-            const T *restrict a2 = rows[2], *restrict a3 = rows[3];                      \
-            A *restrict pp = part;                                                       \
-            for (int64_t j = 0; j < bl; j++)                                             \
-                pp[j] += ((A)LOAD(a0[j]) + (A)LOAD(a1[j])) + ((A)LOAD(a2[j]) + (A)LOAD(a3[j])); \
+            add(part, rows, 4, bl);                                                      \
             nrows = 0;                                                                   \
             if (++groups == 16) {                                                        \
                 for (int64_t j = 0; j < bl; j++) acc[j] += (W)part[j], part[j] = 0;      \
                 groups = 0;                                                              \
             }                                                                            \
         }                                                                                \
-        for (int q = 0; q < nrows; q++) {                                                \
-            const T *restrict a0 = rows[q];                                              \
-            for (int64_t j = 0; j < bl; j++) part[j] += (A)LOAD(a0[j]);                  \
-        }                                                                                \
+        if (nrows) add(part, rows, nrows, bl);                                           \
         for (int64_t j = 0; j < bl; j++) acc[j] += (W)part[j];                           \
         for (int64_t j = 0; j < bl; j++) {                                               \
             RState s = {0};                                                              \
@@ -399,31 +406,22 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
             finish(c, &s, ko * m + j0 + j, pl->ct);                                      \
         }                                                                                \
     }
-#define SAME_(v) (v)
-OUTER_SUM(float, float, float, double, d, SAME_, CT_FLOAT32)
-OUTER_SUM(double, double, double, double, d, SAME_, CT_FLOAT64)
-OUTER_SUM(int64, int64_t, uint64_t, uint64_t, v, SAME_, CT_INT64)
-OUTER_SUM(bf16, uint16_t, float, double, d, rk_bf16, CT_BFLOAT16)
-OUTER_SUM(int32, int32_t, uint64_t, uint64_t, v, SAME_, CT_INT32)
+OUTER_SUM(float, float, double, d)
+OUTER_SUM(double, double, double, d)
+OUTER_SUM(int64, uint64_t, uint64_t, v)
 
 static void run_outer(const RPlan *pl, const RCtx *c) {
     int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m;
     int nt = nthreads_for(pl->nout * pl->nred);
-    bool conv = (pl->dt != CT_FLOAT32 && pl->dt != CT_FLOAT64) || pl->kst[pl->nk - 1] != (int64_t)c10_elsize[pl->dt];
+    bool direct;
+    outer_rows(pl, &direct);
     int64_t B = (m + nt - 1) / nt;
-    if (B > (conv ? CBLOCK : OBLOCK)) B = conv ? CBLOCK : OBLOCK;
+    if (B > (direct ? OBLOCK : CBLOCK)) B = direct ? OBLOCK : CBLOCK;
     if (B < 64) B = m < 64 ? m : 64;
     int64_t nb = (m + B - 1) / B, units = outer * nb;
-    bool dense = pl->kst[pl->nk - 1] == (int64_t)c10_elsize[pl->dt];
     void (*f)(const RPlan *, const RCtx *, int64_t, int64_t, int64_t) =
-        dense && pl->dt == CT_BFLOAT16 ? outer_sum_bf16
-        : dense && pl->dt == CT_INT32  ? outer_sum_int32
-        : pl->ct == CT_F32             ? outer_sum_float
-        : pl->ct == CT_F64             ? outer_sum_double
-                                       : outer_sum_int64;
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-#endif
+        pl->ct == CT_F32 ? outer_sum_float : pl->ct == CT_F64 ? outer_sum_double : outer_sum_int64;
+    OMP_FOR_NT
     for (int64_t u = 0; u < units; u++) f(pl, c, u, nb, B);
 }
 
@@ -468,8 +466,8 @@ static void run_reduce(const RPlan *pl, int rk, const RCtx *c) {
         }
         return;
     }
-    /* one contiguous run of the compute dtype per output: the kernel straight on it */
-    rk_fn row = pl->nr == 1 && pl->rst[0] == (int64_t)c10_elsize[pl->dt] ? direct_kernel(pl, rk) : NULL;
+    /* one run per output that the kernel reads in place: the kernel straight on it */
+    rk_fn row = pl->nr == 1 ? direct_kernel(pl, rk, pl->rst[0]) : NULL;
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif

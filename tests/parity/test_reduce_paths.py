@@ -216,6 +216,65 @@ def test_sum_src_dtypes(dtype):
                         what=f"{tuple(x.shape)} sum(-1): ")
 
 
+def strided_inputs(dtype):
+    """::2 slices read in place (inner runs and outer rows): lengths around the
+    64 lanes, the 16-wide vectors and the 4096-element blocks, rows not a
+    multiple of the four added at a time, more than the 64 flushed rows."""
+    for rows, cols in [(1, 1), (3, 63), (4, 64), (5, 65), (7, 4097), (70, 31), (130, 200), (9, 9001)]:
+        w = rand((rows, 2 * cols + 1), dtype)
+        yield f"[{rows},{cols}]", w[:, 1::2]
+    yield "3-dim", rand((6, 5, 2 * 37), dtype)[:, :, ::2]
+    yield "t", rand((2 * 40, 33), dtype)[::2].t()
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.int8, torch.int16], ids=lambda d: str(d)[6:])
+def test_strided_sums_in_place(dtype):
+    for name, x in strided_inputs(dtype):
+        h = ct.from_torch(x)
+        rtol, atol = tol(dtype)
+        atol *= x.numel() ** 0.5
+        ct.assert_close(ct.check(lib.ct_sum(h)), x.sum(), rtol=rtol, atol=atol, what=f"{name} sum(): ")
+        for d in range(x.dim()):
+            da, nd = dims(d)
+            ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(d), rtol=rtol, atol=atol,
+                            what=f"{name} sum({d}): ")
+
+
+@pytest.mark.parametrize("layout", ["contig", "slice"])
+def test_int64_sums_wrap(layout):
+    """int64 sums wrap around as torch's (inner runs, outer rows, both strides)."""
+    big = torch.full((9, 2 * 70), 2**62 + 12345, dtype=torch.int64)
+    big[::2] = -(2**63) + 7
+    x = big[:, ::2] if layout == "slice" else big[:, :70]
+    h = ct.from_torch(x)
+    for d in [None, 0, 1]:
+        want = x.sum() if d is None else x.sum(d)
+        if d is None:
+            got = ct.check(lib.ct_sum(h))
+        else:
+            da, nd = dims(d)
+            got = ct.check(lib.ct_sum_dims(h, da, nd, False))
+        assert torch.equal(ct.to_torch(got), want), f"sum({d})"
+    x32 = torch.full((300, 130), 2**31 - 1, dtype=torch.int32)[:, ::2]  # int32 rows widened to int64
+    da, nd = dims(0)
+    assert torch.equal(ct.to_torch(ct.check(lib.ct_sum_dims(ct.from_torch(x32), da, nd, False))), x32.sum(0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=lambda d: str(d)[6:])
+def test_strided_sums_nan_inf(dtype):
+    """inf and NaN through the in-place outer rows and ::2 runs."""
+    w = rand((37, 2 * 50), dtype)
+    w[3, 10], w[5, 20], w[6, 20], w[9, 30], w[9, 32] = float("inf"), float("inf"), float("-inf"), float("nan"), 1e4
+    for x in (w, w[:, ::2], w.t()):
+        h = ct.from_torch(x)
+        rtol, atol = tol(dtype)
+        for d in range(2):
+            da, nd = dims(d)
+            ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(d), rtol=rtol, atol=atol * 40,
+                            what=f"{tuple(x.stride())} sum({d}): ")
+
+
 @pytest.mark.parametrize("n", [1, 17, 4099])
 def test_softmax_exp_range(n):
     """float32 softmax over the whole range of the exp (x - max from 0 down

@@ -26,34 +26,38 @@
 #define LOAD_f16(v) c10_h2f(v)
 #define LOAD_bf16(v) rk_bf16(v)
 
-/* acc[j] += x[k + j] over a block of m elements (a multiple of LN) */
-#define SUM_BLOCK(name, T, A, LN)                                                        \
-    static inline void block_##name(A *restrict acc, const T *restrict y, int64_t m) {   \
+/* acc[j] += x[S * (k + j)] over a block of m elements (a multiple of LN):
+ * S = 1 reads a contiguous run, S = 2 a ::2 slice in place (both stay
+ * vectorised; a gathered copy costs a second pass) */
+#define SUM_BLOCK(name, T, A, LN, S)                                                     \
+    static inline void block_##name##_##S(A *restrict acc, const T *restrict y, int64_t m) { \
         for (int64_t k = 0; k < m; k += LN)                                              \
-            for (int j = 0; j < LN; j++) acc[j] += LOAD_##name(y[k + j]);                \
+            for (int j = 0; j < LN; j++) acc[j] += LOAD_##name(y[S * (k + j)]);          \
     }
-SUM_BLOCK(float, float, float, 64)
-SUM_BLOCK(double, double, double, 32)
-SUM_BLOCK(bf16, uint16_t, float, 64)
 #ifdef __AVX512F__
-/* float16: the same lanes, converted by vcvtph2ps (the compiler does not
- * vectorise c10_h2f) */
-static inline void block_f16(float *restrict acc, const uint16_t *restrict y, int64_t m) {
-    __m512 a[4];
-    for (int q = 0; q < 4; q++) a[q] = _mm512_loadu_ps(acc + 16 * q);
-    for (int64_t k = 0; k < m; k += 64)
-        for (int q = 0; q < 4; q++)
-            a[q] = _mm512_add_ps(a[q], _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(y + k + 16 * q))));
-    for (int q = 0; q < 4; q++) _mm512_storeu_ps(acc + 16 * q, a[q]);
-}
+/* 16 float16 / bfloat16 as floats: vcvtph2ps (the compiler does not
+ * vectorise c10_h2f), a shift; of a ::2 slice, the low halves of 16 32-bit
+ * words (the compiler's own stride-2 code shuffles words one by one) */
+#define LOADV_f16_1(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define LOADV_f16_2(p) _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_loadu_si512((const void *)(p))))
+#define LOADV_bf16_1(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#define LOADV_bf16_2(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512((const void *)(p)), 16))
+#define HALF_BLOCK(name, S)                                                              \
+    static inline void block_##name##_##S(float *restrict acc, const uint16_t *restrict y, int64_t m) { \
+        __m512 a[4];                                                                     \
+        for (int q = 0; q < 4; q++) a[q] = _mm512_loadu_ps(acc + 16 * q);                \
+        for (int64_t k = 0; k < m; k += 64)                                              \
+            for (int q = 0; q < 4; q++) a[q] = _mm512_add_ps(a[q], LOADV_##name##_##S(y + S * (k + 16 * q))); \
+        for (int q = 0; q < 4; q++) _mm512_storeu_ps(acc + 16 * q, a[q]);               \
+    }
 #else
-SUM_BLOCK(f16, uint16_t, float, 64)
+#define HALF_BLOCK(name, S) SUM_BLOCK(name, uint16_t, float, 64, S)
 #endif
 
 /* Sums: LN lanes of A (float for float inputs, as PyTorch) over blocks of at
  * most 4096 elements, each block folded pairwise and added into a double. */
-#define SUM_KERNEL(name, T, A, LN)                                                       \
-    static void sum_##name(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+#define SUM_KERNEL(name, T, A, LN, S)                                                    \
+    static void sum_##name##_##S(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
         (void)base, (void)p;                                                             \
         const T *restrict x = xv;                                                        \
         double r = 0;                                                                    \
@@ -62,50 +66,130 @@ SUM_BLOCK(f16, uint16_t, float, 64)
             int64_t m = (n - i) / LN * LN;                                               \
             if (m > 4096) m = 4096;                                                      \
             A acc[LN] = {0};                                                             \
-            block_##name(acc, x + i, m);                                                 \
+            block_##name##_##S(acc, x + S * i, m);                                       \
             /* unrolled, the fold stays in registers (a loop spills acc) */              \
             _Pragma("GCC unroll 8") for (int w = LN / 2; w >= 1; w /= 2)                 \
                 _Pragma("GCC unroll 64") for (int j = 0; j < w; j++) acc[j] += acc[j + w]; \
             r += (double)acc[0];                                                         \
             i += m;                                                                      \
         }                                                                                \
-        for (; i < n; i++) r += (double)LOAD_##name(x[i]);                               \
+        for (; i < n; i++) r += (double)LOAD_##name(x[S * i]);                           \
         s->d += r;                                                                       \
     }
-SUM_KERNEL(float, float, float, 64)
-SUM_KERNEL(double, double, double, 32)
-SUM_KERNEL(f16, uint16_t, float, 64)
-SUM_KERNEL(bf16, uint16_t, float, 64)
 
-/* integer and bool sums in int64, wrapping (the compiler vectorises them) */
+/* integer and bool sums in int64, wrapping: the order does not matter, so
+ * plain lanes (several vector accumulators keep the loads in flight) */
 #define WIDEN_(v) (uint64_t)(int64_t)(v)
 #define TRUTH_(v) (uint64_t)((v) != 0)
-#define SUM_INT(name, T, CONV)                                                           \
-    static void sum_##name(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
+#define SUM_INT(name, T, CONV, S)                                                        \
+    static void sum_##name##_##S(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
         (void)base, (void)p;                                                             \
         const T *restrict x = xv;                                                        \
-        uint64_t r = 0;                                                                  \
-        for (int64_t i = 0; i < n; i++) r += CONV(x[i]);                                 \
+        uint64_t acc[32] = {0}, r = 0;                                                   \
+        int64_t i = 0;                                                                   \
+        for (; i + 32 <= n; i += 32)                                                     \
+            for (int j = 0; j < 32; j++) acc[j] += CONV(x[S * (i + j)]);                 \
+        for (; i < n; i++) r += CONV(x[S * i]);                                          \
+        for (int j = 0; j < 32; j++) r += acc[j];                                        \
         s->v = (int64_t)((uint64_t)s->v + r);                                            \
     }
-SUM_INT(i64, int64_t, WIDEN_)
-SUM_INT(i32, int32_t, WIDEN_)
-SUM_INT(i16, int16_t, WIDEN_)
-SUM_INT(i8, int8_t, WIDEN_)
-SUM_INT(u8, uint8_t, WIDEN_)
-SUM_INT(b8, uint8_t, TRUTH_)
 
-rk_fn rk_sum_src(ct_dtype dt) {
+/* the sums over elements S apart, S = 1 and 2, of every dtype */
+#define SUM_FLOATS(X, S)                                                                 \
+    X(float, float, float, 64, S) X(double, double, double, 32, S)
+#define SUM_INTS(X, S)                                                                   \
+    X(i64, int64_t, WIDEN_, S) X(i32, int32_t, WIDEN_, S) X(i16, int16_t, WIDEN_, S)      \
+    X(i8, int8_t, WIDEN_, S) X(u8, uint8_t, WIDEN_, S) X(b8, uint8_t, TRUTH_, S)
+#define SUM_ALL(S)                                                                       \
+    SUM_FLOATS(SUM_BLOCK, S)                                                             \
+    HALF_BLOCK(f16, S)                                                                   \
+    HALF_BLOCK(bf16, S)                                                                  \
+    SUM_FLOATS(SUM_KERNEL, S)                                                            \
+    SUM_KERNEL(f16, uint16_t, float, 64, S)                                              \
+    SUM_KERNEL(bf16, uint16_t, float, 64, S)                                             \
+    SUM_INTS(SUM_INT, S)
+SUM_ALL(1)
+SUM_ALL(2)
+
+rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride) {
+    if (stride != 1 && stride != 2) return NULL;
+#define PICK(f) return stride == 1 ? f##_1 : f##_2
     switch (dt) {
-    case CT_FLOAT16: return sum_f16;
-    case CT_BFLOAT16: return sum_bf16;
-    case CT_INT32: return sum_i32;
-    case CT_INT16: return sum_i16;
-    case CT_INT8: return sum_i8;
-    case CT_UINT8: return sum_u8;
-    case CT_BOOL: return sum_b8;
+    case CT_FLOAT32: PICK(sum_float);
+    case CT_FLOAT64: PICK(sum_double);
+    case CT_FLOAT16: PICK(sum_f16);
+    case CT_BFLOAT16: PICK(sum_bf16);
+    case CT_INT64: PICK(sum_i64);
+    case CT_INT32: PICK(sum_i32);
+    case CT_INT16: PICK(sum_i16);
+    case CT_INT8: PICK(sum_i8);
+    case CT_UINT8: PICK(sum_u8);
+    case CT_BOOL: PICK(sum_b8);
     default: return NULL;
     }
+#undef PICK
+}
+
+/* Row sums of the outer-sum path: part[j] += element j (S apart) of each of
+ * nr rows, four as (r0 + r1) + (r2 + r3) (A: float for float inputs, as
+ * PyTorch), fewer one by one. The 16-bit floats convert 16 at a time. */
+#ifdef __AVX512F__
+#define ROWS_VEC_f16(S) ROWS_VEC(f16, S)
+#define ROWS_VEC_bf16(S) ROWS_VEC(bf16, S)
+#define ROWS_VEC(name, S)                                                                \
+    if (nr == 4)                                                                         \
+        for (; j + 16 <= bl; j += 16) {                                                  \
+            __m512 u = _mm512_add_ps(LOADV_##name##_##S(a[0] + S * j), LOADV_##name##_##S(a[1] + S * j)); \
+            __m512 v = _mm512_add_ps(LOADV_##name##_##S(a[2] + S * j), LOADV_##name##_##S(a[3] + S * j)); \
+            _mm512_storeu_ps(pp + j, _mm512_add_ps(_mm512_loadu_ps(pp + j), _mm512_add_ps(u, v))); \
+        }                                                                                \
+    else                                                                                 \
+        for (; j + 16 <= bl; j += 16)                                                    \
+            _mm512_storeu_ps(pp + j, _mm512_add_ps(_mm512_loadu_ps(pp + j), LOADV_##name##_##S(a[q] + S * j)));
+#else
+#define ROWS_VEC_f16(S)
+#define ROWS_VEC_bf16(S)
+#endif
+#define ROWS_VEC_float(S)
+#define ROWS_VEC_double(S)
+#define ROWS_VEC_i64(S)
+#define ROWS_VEC_i32(S)
+#define LOAD_i64(v) WIDEN_(v)
+#define LOAD_i32(v) WIDEN_(v)
+#define SUM_ROWS(name, T, A, S)                                                          \
+    static void rows_##name##_##S(void *pv, const void *const *rv, int nr, int64_t bl) { \
+        A *restrict pp = pv;                                                             \
+        const T *restrict a[4] = {rv[0], nr > 1 ? rv[1] : NULL, nr > 2 ? rv[2] : NULL, nr > 3 ? rv[3] : NULL}; \
+        for (int q = 0; q < (nr == 4 ? 1 : nr); q++) {                                   \
+            int64_t j = 0;                                                               \
+            ROWS_VEC_##name(S)                                                           \
+            if (nr == 4)                                                                 \
+                for (; j < bl; j++)                                                      \
+                    pp[j] += ((A)LOAD_##name(a[0][S * j]) + (A)LOAD_##name(a[1][S * j])) + \
+                             ((A)LOAD_##name(a[2][S * j]) + (A)LOAD_##name(a[3][S * j])); \
+            else                                                                         \
+                for (; j < bl; j++) pp[j] += (A)LOAD_##name(a[q][S * j]);                \
+        }                                                                                \
+    }
+#define ROWS_ALL(X, S)                                                                   \
+    X(float, float, float, S) X(double, double, double, S) X(f16, uint16_t, float, S)    \
+    X(bf16, uint16_t, float, S) X(i64, int64_t, uint64_t, S) X(i32, int32_t, uint64_t, S)
+ROWS_ALL(SUM_ROWS, 1)
+ROWS_ALL(SUM_ROWS, 2)
+
+rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride) {
+    if (stride != 1 && stride != 2) return NULL;
+#define PICK(f) return stride == 1 ? f##_1 : f##_2
+    switch (dt) {
+    case CT_FLOAT32: PICK(rows_float);
+    case CT_FLOAT64: PICK(rows_double);
+    case CT_FLOAT16: PICK(rows_f16);
+    case CT_BFLOAT16: PICK(rows_bf16);
+    case CT_INT64: PICK(rows_i64);
+    case CT_INT32: PICK(rows_i32);
+    default: return NULL;
+    }
+#undef PICK
 }
 
 #define FLOAT_KERNELS(T)                                                                 \
@@ -302,7 +386,7 @@ static void any_i64(RState *s, const void *xv, int64_t n, int64_t base, double p
 }
 
 const rk_fn rk_kernels[RK_COUNT][3] = {
-    [RK_SUM] = {sum_float, sum_double, sum_i64},
+    [RK_SUM] = {sum_float_1, sum_double_1, sum_i64_1},
     [RK_PROD] = {prod_float, prod_double, prod_i64},
     [RK_MAX] = {max_float, max_double, max_i64},
     [RK_MIN] = {min_float, min_double, min_i64},

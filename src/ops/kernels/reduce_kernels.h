@@ -1,6 +1,6 @@
 /* reduce_kernels.h: the kernels of the reduction engine (reduce.c). A kernel
  * folds n contiguous elements of its compute type (float, double or int64)
- * into a running state; base is the reduced index of the first one (for the
+ * (sums: of any dtype, also a ::2 slice) into a running state; base is the reduced index of the first one (for the
  * index-returning reductions). Private to reduce.c / reduce_kernels.c. */
 #ifndef CT_REDUCE_KERNELS_H
 #define CT_REDUCE_KERNELS_H
@@ -37,9 +37,14 @@ static inline float rk_bf16(uint16_t v) {
     memcpy(&f, &u, sizeof f);
     return f;
 }
-/* RK_SUM over contiguous elements of dtype dt itself (16-bit floats, the
- * integers narrower than int64, bool); NULL for the others */
-CT_INTERNAL rk_fn rk_sum_src(ct_dtype dt);
+/* RK_SUM over elements of dtype dt itself (any real dtype, bool), stride
+ * (1 or 2) elements apart; NULL for the others */
+CT_INTERNAL rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride);
+/* part[j] += element j of each of nr (1..4) rows of dtype dt, stride (1 or
+ * 2) elements apart; part is float (float32 and 16-bit inputs), double
+ * (float64) or uint64_t (int32, int64). NULL for other dtypes and strides. */
+typedef void (*rk_rows_fn)(void *part, const void *const *rows, int nr, int64_t bl);
+CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride);
 /* a = a then b (b covers later positions) */
 CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
