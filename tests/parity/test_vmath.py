@@ -56,18 +56,22 @@ def randoms(n, g):
 
 def ordered(t):
     """the bits as integers in the order of the floats (so ulp distance = difference)"""
-    it, mask = (torch.int64, 0x7fffffffffffffff) if t.dtype == torch.float64 else (torch.int32, 0x7fffffff)
+    it, mask = {torch.float64: (torch.int64, 0x7fffffffffffffff), torch.float32: (torch.int32, 0x7fffffff)}.get(
+        t.dtype, (torch.int16, 0x7fff))
     b = t.contiguous().view(it).to(torch.int64)
     return torch.where(b < 0, -(b & mask), b)
 
 
 def mismatches(got, want, ulps, atol):
     """indices where got and want differ by more than ulps units in the last place
-    and more than atol, NaN matching NaN, infinities and signs exactly"""
+    and more than atol, NaN matching NaN, infinities and signs exactly (but within
+    a nonzero atol: log_softmax's 0 where a sum rounds to 1 in one order, not another)"""
     nan = want.isnan()
     dist = (ordered(got) - ordered(want)).abs()
-    far = (dist > ulps) & ((got - want).abs() > atol)
-    bad = (got.isnan() != nan) | (~nan & ((got.signbit() != want.signbit()) | (want.isinf() & (got != want)) | far))
+    near = (got - want).abs() <= atol
+    far = (dist > ulps) & ~near
+    sign = (got.signbit() != want.signbit()) & ~(near & (atol > 0))
+    bad = (got.isnan() != nan) | (~nan & (sign | (want.isinf() & (got != want)) | far))
     return bad.nonzero().flatten()
 
 
@@ -252,3 +256,52 @@ def test_gelu_exact_elu_softplus(dtype):
     check(L.ct_softplus(ct.from_torch(v), 1, 20), oracle(lambda w: TF.softplus(w, 1, 20), v), "softplus t()", 2)
     v = xe[:1001].reshape(7, 143).t()
     check(L.ct_elu(ct.from_torch(v), 1.0), oracle(lambda w: TF.elu(w, 1.0), v), "elu t()", 2, atol=eps)
+
+
+# ---- float32 exp and the float32 / 16-bit softmax rows (vmath.h's vm_expf, and its
+# AVX-512 array form where the build has it: vectors, masked tails, in place) ----
+LOW = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def test_exp_f32():
+    g = torch.Generator().manual_seed(13)
+    x = torch.cat([edges_of(torch.float32), randoms_of(300_001, g, torch.float32),
+                   torch.tensor([88.72283, 88.722836, -87.33655, -103.27893, -103.972084, -104.0], dtype=torch.float32)])
+    check(L.ct_exp(ct.from_torch(x)), oracle(torch.exp, x), "exp f32")
+    for n in [0, 1, 2, 15, 16, 17, 31, 33, 1001]:
+        v = randoms_of(n, g, torch.float32) if n > 2 else torch.tensor([-0.3, 88.0][:n])
+        check(L.ct_exp(ct.from_torch(v)), oracle(torch.exp, v), f"exp[{n}] f32")
+    base = torch.rand(37, 26, generator=g) * 200 - 110
+    h = ct.from_torch(base.t().clone().t())  # in place, on a transposed view
+    ct.check_int(L.ct_exp_(h))
+    check(h, oracle(torch.exp, base), "exp_ in place f32")
+
+
+@pytest.mark.parametrize("log", [False, True])
+@pytest.mark.parametrize("dtype", LOW, ids=["f32", "f16", "bf16"])
+def test_softmax_low_precision(dtype, log):
+    """against torch's float32 result (rounded to dtype): float32 to a few ulps (the
+    sums' order), float16 / bfloat16 (computed in float32, as torch) to 1 ulp"""
+    g = torch.Generator().manual_seed(14 + log)
+    fn, ct_fn = (torch.log_softmax, L.ct_log_softmax) if log else (torch.softmax, L.ct_softmax)
+    ulps = 8 if dtype == torch.float32 else 1
+    atol = {torch.float32: 2**-21, torch.float16: 2**-10, torch.bfloat16: 2**-7}[dtype] if log else 0.0
+    for shape in [(1, 1), (3, 7), (5, 15), (4, 16), (5, 33), (64, 1000), (2, 3, 17)]:
+        x = (torch.randn(*shape, generator=g, dtype=torch.float64) * 30).to(dtype)
+        for dim in range(-1, -len(shape) - 1, -1):
+            for what, v in [("", x), (".transpose", x.transpose(0, -1))]:
+                check(ct_fn(ct.from_torch(v), dim), fn(v.float(), dim).to(dtype), f"{fn.__name__}{shape}{what} dim {dim}",
+                      ulps=ulps, atol=atol)
+    x = torch.tensor([[0.0, -math.inf, 1.0, -104.0], [math.inf, 0.0, 1.0, 2.0], [math.nan, 0.0, 1.0, 2.0],
+                      [-math.inf] * 4, [88.0, 89.0, -1000.0, 0.0]], dtype=dtype)
+    check(ct_fn(ct.from_torch(x), -1), fn(x.float(), -1).to(dtype), f"{fn.__name__} edges", ulps=ulps, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f64", "f32"])
+def test_elu_specials(dtype):
+    """elu's branch-free kernel: NaN stays NaN, -0 gives -0 (expm1), inf, -inf, odd sizes"""
+    x = torch.tensor([math.nan, -0.0, 0.0, math.inf, -math.inf, -1e-30, 1e-30, -100.0, 3.0] * 3, dtype=dtype)
+    got = ct.to_torch(ct.check(L.ct_elu(ct.from_torch(x), 1.5)))
+    want = torch.where(x > 0, x, 1.5 * torch.expm1(x.double()).to(dtype))
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.signbit(), want.signbit())
+    assert torch.equal(got[~got.isnan()], want[~want.isnan()])

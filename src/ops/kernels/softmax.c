@@ -20,22 +20,15 @@ static inline double dlog(double x) { return log(x); }
 #define LOG_float flog
 #define LOG_double dlog
 #define SB 256 /* columns per block when the softmax dim is not innermost */
-/* The float rows with fused multiply-adds in vm_expf's polynomial (clang
- * contracts a * b + c by default, gcc in ISO C mode does not): the exp pass,
- * the bulk of the work, takes ~30% less time, within 1.3 ulp of exp. The
- * double rows keep vmath.h's own rounding. */
-#if defined __GNUC__ && !defined __clang__
-#define ROW_ATTR_float __attribute__((optimize("fp-contract=fast")))
-#else
-#define ROW_ATTR_float
-#endif
-#define ROW_ATTR_double
+#define EXP_SUM_float vm_expf_sum_n
+#define EXP_SUM_double vm_exp_d_sum_n
 
+/* Three passes over the row: its max, the exps and their sum (vmath.h's array
+ * exp: AVX-512 where there is), and the scaling; the later two hit L1. */
 #define SOFTMAX(T)                                                                       \
     /* next: the following row, prefetched during the max pass (the rows stream \
-     * from memory; the later passes hit L1) */                                         \
-    ROW_ATTR_##T static void softmax_row_##T(const T *restrict x, T *restrict y, int64_t n, bool logm, \
-                                const T *next) {                                         \
+     * from memory) */                                                                  \
+    static void softmax_row_##T(const T *restrict x, T *restrict y, int64_t n, bool logm, const T *next) { \
         T mv[LANES];                                                                     \
         for (int j = 0; j < LANES; j++) mv[j] = -INFINITY;                               \
         int64_t i = 0;                                                                   \
@@ -47,29 +40,12 @@ static inline double dlog(double x) { return log(x); }
         T m = -INFINITY;                                                                 \
         for (; i < n; i++) m = x[i] > m ? x[i] : m;                                      \
         for (int j = 0; j < LANES; j++) m = mv[j] > m ? mv[j] : m;                       \
-        T acc[LANES] = {0}, s = 0;                                                       \
-        i = 0;                                                                           \
         if (logm) {                                                                      \
-            for (; i + LANES <= n; i += LANES)                                           \
-                for (int j = 0; j < LANES; j++) acc[j] += EXP_##T(x[i + j] - m);         \
-            for (; i < n; i++) s += EXP_##T(x[i] - m);                                   \
-            for (int j = 0; j < LANES; j++) s += acc[j];                                 \
-            T ls = LOG_##T(s); /* (x - m) - ls, in torch's order: m + ls loses x's digits */ \
+            T ls = LOG_##T(EXP_SUM_##T(NULL, x, m, n));                                  \
+            /* (x - m) - ls, in torch's order: m + ls loses x's digits */                \
             for (i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                              \
         } else {                                                                         \
-            for (; i + LANES <= n; i += LANES)                                           \
-                for (int j = 0; j < LANES; j++) {                                        \
-                    T e = EXP_##T(x[i + j] - m);                                         \
-                    y[i + j] = e;                                                        \
-                    acc[j] += e;                                                         \
-                }                                                                        \
-            for (; i < n; i++) {                                                         \
-                T e = EXP_##T(x[i] - m);                                                 \
-                y[i] = e;                                                                \
-                s += e;                                                                  \
-            }                                                                            \
-            for (int j = 0; j < LANES; j++) s += acc[j];                                 \
-            T inv = 1 / s;                                                               \
+            T inv = 1 / EXP_SUM_##T(y, x, m, n);                                         \
             for (i = 0; i < n; i++) y[i] *= inv;                                         \
         }                                                                                \
     }                                                                                    \
