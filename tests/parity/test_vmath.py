@@ -263,14 +263,20 @@ def test_gelu_exact_elu_softplus(dtype):
 LOW = [torch.float32, torch.float16, torch.bfloat16]
 
 
-def test_exp_f32():
+def test_exp_sigmoid_f32():
     g = torch.Generator().manual_seed(13)
     x = torch.cat([edges_of(torch.float32), randoms_of(300_001, g, torch.float32),
                    torch.tensor([88.72283, 88.722836, -87.33655, -103.27893, -103.972084, -104.0], dtype=torch.float32)])
     check(L.ct_exp(ct.from_torch(x)), oracle(torch.exp, x), "exp f32")
+    # sigmoid = 1 / (1 + e^-x) in float (as torch's float32): e^-x, 1 + e and the
+    # quotient each round (3 ulp); where e^-x overflows (x < -88.7) it is 0, as torch's
+    xs = x[x.isnan() | (x > -88.7)]
+    check(L.ct_sigmoid(ct.from_torch(xs)), oracle(torch.sigmoid, xs), "sigmoid f32", 3)
+    check(L.ct_sigmoid(ct.from_torch(x)), torch.sigmoid(x), "sigmoid f32 vs torch f32", 4)
     for n in [0, 1, 2, 15, 16, 17, 31, 33, 1001]:
         v = randoms_of(n, g, torch.float32) if n > 2 else torch.tensor([-0.3, 88.0][:n])
         check(L.ct_exp(ct.from_torch(v)), oracle(torch.exp, v), f"exp[{n}] f32")
+        check(L.ct_sigmoid(ct.from_torch(v)), torch.sigmoid(v), f"sigmoid[{n}] f32", 4)
     base = torch.rand(37, 26, generator=g) * 200 - 110
     h = ct.from_torch(base.t().clone().t())  # in place, on a transposed view
     ct.check_int(L.ct_exp_(h))

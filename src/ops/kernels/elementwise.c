@@ -181,10 +181,12 @@ enum { K_FLOAT, K_ALL, K_ROUND, K_TEST, K_ARITH, K_DIV, K_FLOAT2, K_CMP, K_LOGIC
 #define T_LOGIC T_TEST
 #define T_BITS(name) {E_INTS(name), [CT_BOOL] = k_##name##_b8}
 
-/* Hand-written kernels that replace a row's stamped one for a dtype: exp over
- * vmath.h's array exps (AVX-512 bodies where there are: 2x the stamped loop of
- * vm_expf, 3x for double). */
-#define HAND_KERNELS(X) X(exp, f32, CT_FLOAT32, vm_expf_n) X(exp, f64, CT_FLOAT64, vm_exp_d_n)
+/* Hand-written kernels that replace a row's stamped one for a dtype: exp and
+ * sigmoid over vmath.h's array functions (AVX-512 bodies where there are: 2x
+ * the stamped loop of vm_expf, 3x for double). */
+#define HAND_KERNELS(X)                                                          \
+    X(exp, f32, CT_FLOAT32, vm_expf_n) X(exp, f64, CT_FLOAT64, vm_exp_d_n)        \
+    X(sigmoid, f32, CT_FLOAT32, vm_sigmoidf_n)
 #define HAND_KERNEL(name, TT, dt, fn)                                                \
     static void h_##name##_##TT(int64_t n, char **p, const double *s) {          \
         (void)s;                                                                 \

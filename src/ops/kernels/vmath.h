@@ -410,20 +410,31 @@ static inline float vm_erff(float x) { return (float)vm_erf_d(x); }
 static inline float vm_log1pf(float x) { return (float)vm_log1p_d(x); }
 
 /* ---- arrays ----
- * vm_expf_n / vm_exp_d_n: y[i] = exp(x[i]) (y may be x). vm_expf_sum_n /
+ * vm_expf_n / vm_exp_d_n: y[i] = exp(x[i]) (y may be x); vm_sigmoidf_n the same
+ * for 1 / (1 + exp(-x)). vm_expf_sum_n /
  * vm_exp_d_sum_n: y[i] = exp(x[i] - m), not stored where y is NULL, and the
  * sum of them (softmax's middle pass). With AVX-512 they run vm_expf16 /
  * vm_exp8 over vectors, the tail under a mask; otherwise loops the compiler
  * vectorises, summing in VM_LANES partial sums. */
 #define VM_LANES 32
 #ifdef __AVX512F__
-#define VM_EXP_ARRAYS(T, sfx, W, V, M, vexp, ps)                                            \
-    static inline void vm_exp##sfx##_n(T *y, const T *x, int64_t n) {                      \
+/* y[i] = vf(x[i]) over vectors of W, the tail under a mask */
+#define VM_MAP_N(name, T, W, M, vf, ps)                                                     \
+    static inline void name(T *y, const T *x, int64_t n) {                                  \
         int64_t i = 0;                                                                      \
-        for (; i + W <= n; i += W) _mm512_storeu_##ps(y + i, vexp(_mm512_loadu_##ps(x + i)));  \
+        for (; i + W <= n; i += W) _mm512_storeu_##ps(y + i, vf(_mm512_loadu_##ps(x + i)));  \
         M k = (M)((1u << (n - i)) - 1);                                                     \
-        if (k) _mm512_mask_storeu_##ps(y + i, k, vexp(_mm512_maskz_loadu_##ps(k, x + i)));   \
-    }                                                                                       \
+        if (k) _mm512_mask_storeu_##ps(y + i, k, vf(_mm512_maskz_loadu_##ps(k, x + i)));     \
+    }
+/* 1 / (1 + e^-x), as ops.def's row */
+static inline __m512 vm_sigmoidf16(__m512 x) {
+    __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_div_ps(one, _mm512_add_ps(one, vm_expf16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+VM_MAP_N(vm_expf_n, float, 16, __mmask16, vm_expf16, ps)
+VM_MAP_N(vm_exp_d_n, double, 8, __mmask8, vm_exp8, pd)
+VM_MAP_N(vm_sigmoidf_n, float, 16, __mmask16, vm_sigmoidf16, ps)
+#define VM_EXP_ARRAYS(T, sfx, W, V, M, vexp, ps)                                            \
     static inline T vm_exp##sfx##_sum_n(T *y, const T *x, T m, int64_t n) {                \
         V vm = _mm512_set1_##ps(m), acc = _mm512_setzero_##ps();                           \
         int64_t i = 0;                                                                      \
@@ -443,10 +454,15 @@ static inline float vm_log1pf(float x) { return (float)vm_log1p_d(x); }
 VM_EXP_ARRAYS(float, f, 16, __m512, __mmask16, vm_expf16, ps)
 VM_EXP_ARRAYS(double, _d, 8, __m512d, __mmask8, vm_exp8, pd)
 #else
+#define VM_MAP_N(name, T, f)                                                                \
+    static inline void name(T *y, const T *x, int64_t n) {                                  \
+        for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);                                     \
+    }
+static inline float vm_sigmoidf(float x) { return 1.0f / (1.0f + vm_expf(-x)); }
+VM_MAP_N(vm_expf_n, float, vm_expf)
+VM_MAP_N(vm_exp_d_n, double, vm_exp_d)
+VM_MAP_N(vm_sigmoidf_n, float, vm_sigmoidf)
 #define VM_EXP_ARRAYS(T, sfx, vexp)                                                         \
-    static inline void vm_exp##sfx##_n(T *y, const T *x, int64_t n) {                      \
-        for (int64_t i = 0; i < n; i++) y[i] = vexp(x[i]);                                  \
-    }                                                                                       \
     static inline T vm_exp##sfx##_sum_n(T *y, const T *x, T m, int64_t n) {                \
         T acc[VM_LANES] = {0}, s = 0;                                                       \
         int64_t i = 0;                                                                      \
@@ -466,6 +482,7 @@ VM_EXP_ARRAYS(float, f, vm_expf)
 VM_EXP_ARRAYS(double, _d, vm_exp_d)
 #endif
 #undef VM_EXP_ARRAYS
+#undef VM_MAP_N
 
 #undef exp
 #undef log
