@@ -339,8 +339,8 @@ static bool outer_ok(const RPlan *pl, int rk) {
 #define OBLOCK 4096 /* columns per unit (rows read in place) */
 #define CBLOCK 1024 /* columns per unit (gathered rows) */
 
-#define PF_ROWS 4     /* rows prefetched ahead */
-#define PF_BYTES 8192 /* row segments shorter than this are prefetched */
+#define PF_SHORT 4096 /* rows read in place are prefetched when shorter (bytes): 2 KB float16
+                         rows 15.8 -> 20.8 GB/s at 1 thread, 16 KB float32 rows 27.9 -> 25.0 */
 
 /* the next reduced position's row (row-major over the reduced dims) */
 static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
@@ -353,52 +353,58 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
 }
 
 /* How the outer-sum path reads rows: in place (contiguous or a ::2 slice, any
- * dtype with row kernels) or gathered into the compute dtype first. */
-static rk_rows_fn outer_rows(const RPlan *pl, bool *direct) {
+ * dtype with row kernels) or gathered into the compute dtype first; *group:
+ * the rows added at a time. */
+static rk_rows_fn outer_rows(const RPlan *pl, bool *direct, int *group) {
     int64_t es = (int64_t)c10_elsize[pl->dt], kst = pl->kst[pl->nk - 1];
-    rk_rows_fn f = kst % es || compute_type(pl->dt) != pl->ct ? NULL : rk_sum_rows(pl->dt, kst / es);
+    rk_rows_fn f = kst % es || compute_type(pl->dt) != pl->ct ? NULL : rk_sum_rows(pl->dt, kst / es, group);
     *direct = f != NULL;
-    return f ? f : rk_sum_rows(ct_dtype_of_compute[pl->ct], 1);
+    return f ? f : rk_sum_rows(ct_dtype_of_compute[pl->ct], 1, group);
 }
 
 /* Sums of the block [j0, j0 + bl) of the innermost kept dim (at one outer kept
  * index) over every reduced position. Rows are read in place or gathered
  * (outer_rows), added four at a time into A partials (float for float, as
  * PyTorch), flushed into W accumulators every 64 rows. Short row segments far
- * apart defeat the hardware prefetcher: they are prefetched PF_ROWS ahead. */
+ * apart defeat the hardware prefetcher: the adder prefetches the next four
+ * rows read in place as it goes (short ones only: on long rows the hardware
+ * does better alone); gathered rows are prefetched a group ahead. */
 #define OUTER_SUM(name, A, W, FIELD)                                                     \
     static void outer_sum_##name(const RPlan *pl, const RCtx *c, int64_t unit, int64_t nb, int64_t B) { \
         int64_t m = pl->ks[pl->nk - 1], ko = unit / nb, j0 = (unit % nb) * B;           \
         int64_t bl = m - j0 < B ? m - j0 : B, kst = pl->kst[pl->nk - 1];                 \
         const char *base = pl->in + kept_offset(pl, ko * m) + j0 * kst;                  \
         bool direct;                                                                     \
-        rk_rows_fn add = outer_rows(pl, &direct);                                        \
-        bool pref = !direct || bl * kst < PF_BYTES;                                      \
+        int g;                                                                           \
+        rk_rows_fn add = outer_rows(pl, &direct, &g);                                    \
+        bool pf_next = direct && bl * kst < PF_SHORT;                                    \
         W acc[OBLOCK];                                                                   \
         A part[OBLOCK];                                                                  \
         _Alignas(64) char buf[4][CBLOCK * 8];                                            \
         for (int64_t j = 0; j < bl; j++) acc[j] = 0, part[j] = 0;                        \
         int64_t idx[CT_MAX_DIMS] = {0}, pidx[CT_MAX_DIMS] = {0};                         \
         const char *ptr = base, *pf = base;                                              \
-        for (int k = 0; k < PF_ROWS; k++) row_next(pl, pidx, &pf);                       \
-        const void *rows[4];                                                             \
+        for (int k = 0; k < g; k++) row_next(pl, pidx, &pf);                             \
+        const void *rows[8], *next[8];                                                   \
         int nrows = 0, groups = 0;                                                       \
         for (int64_t r = 0; r < pl->nred; r++) {                                         \
-            if (pref && r + PF_ROWS < pl->nred) {                                        \
-                for (int64_t q = 0; q < bl * kst; q += 64) __builtin_prefetch(pf + q);   \
+            if (r + g < pl->nred) {                                                      \
+                if (!direct)                                                             \
+                    for (int64_t q = 0; q < bl * kst; q += 64) __builtin_prefetch(pf + q); \
+                next[nrows] = pf;                                                        \
                 row_next(pl, pidx, &pf);                                                 \
             }                                                                            \
             rows[nrows] = direct ? ptr : gather(buf[nrows], ptr, kst, pl->dt, pl->ct, bl); \
             row_next(pl, idx, &ptr);                                                     \
-            if (++nrows < 4) continue;                                                   \
-            add(part, rows, 4, bl);                                                      \
+            if (++nrows < g) continue;                                                   \
+            add(part, rows, g, bl, pf_next && r + g < pl->nred ? next : NULL);           \
             nrows = 0;                                                                   \
-            if (++groups == 16) {                                                        \
+            if (++groups == 64 / g) {                                                    \
                 for (int64_t j = 0; j < bl; j++) acc[j] += (W)part[j], part[j] = 0;      \
                 groups = 0;                                                              \
             }                                                                            \
         }                                                                                \
-        if (nrows) add(part, rows, nrows, bl);                                           \
+        if (nrows) add(part, rows, nrows, bl, NULL);                                     \
         for (int64_t j = 0; j < bl; j++) acc[j] += (W)part[j];                           \
         for (int64_t j = 0; j < bl; j++) {                                               \
             RState s = {0};                                                              \
@@ -414,7 +420,8 @@ static void run_outer(const RPlan *pl, const RCtx *c) {
     int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m;
     int nt = nthreads_for(pl->nout * pl->nred);
     bool direct;
-    outer_rows(pl, &direct);
+    int g;
+    outer_rows(pl, &direct, &g);
     int64_t B = (m + nt - 1) / nt;
     if (B > (direct ? OBLOCK : CBLOCK)) B = direct ? OBLOCK : CBLOCK;
     if (B < 64) B = m < 64 ? m : 64;

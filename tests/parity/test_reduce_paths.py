@@ -217,12 +217,15 @@ def test_sum_src_dtypes(dtype):
 
 
 def strided_inputs(dtype):
-    """::2 slices read in place (inner runs and outer rows): lengths around the
-    64 lanes, the 16-wide vectors and the 4096-element blocks, rows not a
-    multiple of the four added at a time, more than the 64 flushed rows."""
-    for rows, cols in [(1, 1), (3, 63), (4, 64), (5, 65), (7, 4097), (70, 31), (130, 200), (9, 9001)]:
+    """::2 slices and row-strided views read in place (inner runs and outer
+    rows): lengths around the 64 lanes, the 16-wide vectors and the
+    4096-element blocks, rows not a multiple of the four or eight added at a
+    time, more than the 64 flushed rows."""
+    for rows, cols in [(1, 1), (3, 63), (4, 64), (5, 65), (7, 4097), (8, 17), (9, 33), (70, 31), (130, 200),
+                       (9, 9001), (200, 1030)]:
         w = rand((rows, 2 * cols + 1), dtype)
         yield f"[{rows},{cols}]", w[:, 1::2]
+        yield f"[{rows},{cols}] rows", w[:, 1:cols + 1]
     yield "3-dim", rand((6, 5, 2 * 37), dtype)[:, :, ::2]
     yield "t", rand((2 * 40, 33), dtype)[::2].t()
 

@@ -40,11 +40,13 @@ static inline float rk_bf16(uint16_t v) {
 /* RK_SUM over elements of dtype dt itself (any real dtype, bool), stride
  * (1 or 2) elements apart; NULL for the others */
 CT_INTERNAL rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride);
-/* part[j] += element j of each of nr (1..4) rows of dtype dt, stride (1 or
- * 2) elements apart; part is float (float32 and 16-bit inputs), double
- * (float64) or uint64_t (int32, int64). NULL for other dtypes and strides. */
-typedef void (*rk_rows_fn)(void *part, const void *const *rows, int nr, int64_t bl);
-CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride);
+/* part[j] += element j of each of nr rows of dtype dt, stride (1 or 2)
+ * elements apart; part is float (float32 and 16-bit inputs), double (float64)
+ * or uint64_t (int32, int64). NULL for other dtypes and strides. *group: the
+ * rows best added at a time (4 or 8); with that many rows, next (or NULL)
+ * holds as many rows to prefetch meanwhile. */
+typedef void (*rk_rows_fn)(void *part, const void *const *rows, int nr, int64_t bl, const void *const *next);
+CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group);
 /* a = a then b (b covers later positions) */
 CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
