@@ -288,3 +288,62 @@ def test_output_layout(case):
     if x.dtype != torch.float16:  # torch 1.13 has no float16 sqrt on the CPU
         h = ct.check(lib.ct_sqrt(ct.from_torch(x)))
         ct.assert_same_layout(h, torch.sqrt(x), what=f"{case}, sqrt: ")
+
+
+# Buffered steps of the row loop (1,024 elements) and their edges: rows and
+# flat lengths just around one and two steps, and a length over the threads'
+# grain, for operands the engine converts (16-bit floats, mixed dtypes) or
+# gathers (::2 slices, whose rows are de-interleaved rather than gathered).
+STEP_LENGTHS = [1023, 1024, 1025, 2047, 2048, 2049, 70001]
+
+
+def special_values(n, dtype, seed):
+    """values() with NaN, +-inf, -0, 16-bit overflow and, for 16-bit floats,
+    sums that fall exactly between two of them (ties round to even)."""
+    x = values((n,), dtype, seed)
+    if not dtype.is_floating_point:
+        return x
+    x = x.clone()
+    sp = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 65504.0, 3e38], dtype=torch.float32)
+    x[: min(n, 6)] = sp[: min(n, 6)].to(dtype)
+    if dtype in (torch.float16, torch.bfloat16) and n > 40:
+        ulp = 2.0 ** -10 if dtype == torch.float16 else 2.0 ** -7  # of values in [1, 2)
+        x[8:40:2] = 1.0  # 1 + ulp/2 ties to 1, 1 + 3 ulp/2 ties to 1 + 2 ulp: added below
+        x[9:40:2] = torch.tensor([ulp / 2, 3 * ulp / 2] * 8, dtype=torch.float32).to(dtype)
+    return x
+
+
+@pytest.mark.parametrize("n", STEP_LENGTHS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.int8, torch.float32, torch.int64], ids=IDS)
+def test_step_edges_contiguous(dtype, n):
+    """a + b, a + b[::2] (both converted for 16-bit), a + (float32) b and
+    a + row across the steps' edges, with special values."""
+    a, b = special_values(n, dtype, 60), special_values(2 * n, dtype, 61)
+    if dtype.is_floating_point:  # pairs that tie: a[8::2] = 1 and b[9::2] the half ulps
+        b[8:40:2] = a[9:40:2] if n > 40 else b[8:40:2]
+    for y in (b[:n], b[::2], b[1::2]):
+        ct.assert_close(binary("add", a, y), torch_binary("add", a, y), what=f"n={n}: ")
+    f = values((n,), torch.float32, 62)
+    ct.assert_close(binary("add", a, f), torch_binary("add", a, f), what=f"n={n} + float32: ")
+    rows = values((3, n), dtype, 63)
+    ct.assert_close(binary("mul", rows, a), torch_binary("mul", rows, a), what=f"[3, {n}] * row: ")
+    ct.assert_close(binary("add", rows[:, ::2], a[: (n + 1) // 2]),
+                    torch_binary("add", rows[:, ::2], a[: (n + 1) // 2]), what=f"[3, {n}][:, ::2] + row: ")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_step_edges_slices(dtype):
+    """::2 slices of every dtype over rows around the steps, in place and out."""
+    for cols in (2 * 1023 + 1, 2 * 1024, 2 * 1025, 2 * 2049):
+        w = values((5, cols), dtype, 64)
+        for start, x in ((0, w[:, ::2]), (1, w[:, 1::2])):
+            y = values(x.shape, dtype, 65 + start)
+            ct.assert_close(binary("add", x, y), torch_binary("add", x, y), what=f"{cols} from {start}: ")
+            ct.assert_close(binary("mul", y, x), torch_binary("mul", y, x), what=f"{cols} from {start}, b * x: ")
+            if dtype != torch.bool:  # in place: gathered and scattered back
+                want = w.clone()
+                want[:, start::2].sub_(y)
+                h, storage = ct.from_torch(w, with_storage=True)
+                view = ct.check(lib.ct_slice(h, 1, start, cols, 2))
+                ct.check_int(lib.ct_sub_(view, ct.from_torch(y)))
+                ct.assert_close(h, want, what=f"sub_ into a {start}::2 slice, {cols}: ")
