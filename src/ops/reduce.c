@@ -889,6 +889,24 @@ int fwd_cumsum(int op, const OpArgs *a, TensorImpl **out) {
 
 /* ---------------------------------------------------------------- softmax */
 
+/* g: t's dims other than d, size-1 dims dropped, neighbours that step evenly
+ * merged */
+static void row_geom(const TensorImpl *t, int d, RowGeom *g) {
+    g->nd = 0;
+    for (int k = 0; k < t->ndim; k++) {
+        if (k == d || t->sizes[k] == 1) continue;
+        int n = g->nd;
+        if (n && g->stride[n - 1] == t->strides[k] * t->sizes[k]) {
+            g->size[n - 1] *= t->sizes[k];
+            g->stride[n - 1] = t->strides[k];
+        } else {
+            g->size[n] = t->sizes[k];
+            g->stride[n] = t->strides[k];
+            g->nd++;
+        }
+    }
+}
+
 /* softmax, log_softmax. t[0]; i: dim. The result is contiguous; float16 and
  * bfloat16 compute in float32. */
 int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
@@ -904,10 +922,18 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
     ct_dtype wdt = t->dtype == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32;
     int64_t outer, D, inner;
     split3(t, d, &outer, &D, &inner);
-    if (wdt != t->dtype && inner == 1 && t->numel) { /* 16-bit rows: converted one by one */
-        TensorImpl *x = at_contiguous(t), *y = x ? c10_empty(t->sizes, t->ndim, t->dtype, t->device) : NULL;
-        if (y && !softmax_half((const uint16_t *)c10_data(x), (uint16_t *)c10_data(y), t->dtype == CT_BFLOAT16,
-                               outer, D, logm, nthreads_for(t->numel))) {
+    if (inner == 1 && t->numel) {
+        /* along the last dim: rows read where they are, gathered one by one when
+         * their elements lie within a cache line of each other; rows further
+         * apart (a transpose's) are copied first by the cache-blocked transpose:
+         * gathered, each row would touch D lines mapping to few cache sets */
+        int64_t es = t->ndim ? t->strides[d] : 1;
+        TensorImpl *x = es * (int64_t)c10_elsize[t->dtype] <= 64 ? c10_retain((TensorImpl *)t) : at_contiguous(t);
+        TensorImpl *y = x ? c10_empty(t->sizes, t->ndim, t->dtype, t->device) : NULL;
+        RowGeom g;
+        row_geom(x ? x : t, d, &g);
+        if (y && !softmax_lastdim(t->dtype, c10_data(x), &g, x->ndim ? x->strides[d] : 1, c10_data(y), outer, D,
+                                  logm, nthreads_for(t->numel))) {
             c10_release(y);
             y = NULL;
             c10_error("%s: out of memory", name);

@@ -311,3 +311,28 @@ def test_elu_specials(dtype):
     want = torch.where(x > 0, x, 1.5 * torch.expm1(x.double()).to(dtype))
     assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.signbit(), want.signbit())
     assert torch.equal(got[~got.isnan()], want[~want.isnan()])
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16],
+                         ids=["f64", "f32", "f16", "bf16"])
+def test_softmax_strided_rows(dtype, log):
+    """softmax along the last dim of views, read in place (rows of stride 1) or
+    gathered row by row: expanded rows, ::2 and ::3 slices, a stride-0 last dim,
+    narrowed and permuted 3-D views whose outer dims do or do not merge, size-1
+    dims; against torch on the same view (16-bit: torch's float32, rounded)"""
+    g = torch.Generator().manual_seed(21 + log)
+    fn, ct_fn = (torch.log_softmax, L.ct_log_softmax) if log else (torch.softmax, L.ct_softmax)
+    ulps = 8 if dtype in (torch.float32, torch.float64) else 1
+    atol = {torch.float64: 2**-50, torch.float32: 2**-21, torch.float16: 2**-10, torch.bfloat16: 2**-7}[dtype]
+    r = (torch.randn(37, generator=g, dtype=torch.float64) * 10).to(dtype)
+    w = (torch.randn(6, 5, 41, generator=g, dtype=torch.float64) * 10).to(dtype)
+    views = {
+        "expanded row": r.expand(9, 37), "::2": w[:, :, ::2], "::3 of a narrow": w[1:5, :, 2::3],
+        "stride-0 last dim": w[:, :, :1].expand(6, 5, 7), "transposed 3-d": w.transpose(0, 2),
+        "permuted (outer dims merge)": w.permute(1, 0, 2)[:, :, 3:], "size-1 dims": w[:1, 2:3, :].unsqueeze(1),
+        "one column": w[:, :, 4:5], "rows of a column-major matrix": w[0].t().contiguous().t(),
+    }
+    for what, v in views.items():
+        want = fn(v.double(), -1) if dtype == torch.float64 else fn(v.float(), -1).to(dtype)
+        check(ct_fn(ct.from_torch(v), -1), want, f"{fn.__name__} {what}", ulps=ulps, atol=atol if log else 0.0)

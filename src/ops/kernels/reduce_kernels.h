@@ -50,14 +50,32 @@ CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group);
 /* a = a then b (b covers later positions) */
 CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
-/* softmax / log_softmax of contiguous x viewed [outer, D, inner] along D into y */
+/* softmax / log_softmax of contiguous x viewed [outer, D, inner] along D into
+ * y, inner > 1 (the softmax dim is not the last) */
 CT_INTERNAL void softmax_float(const float *x, float *y, int64_t outer, int64_t D,
                                                          int64_t inner, bool logm, int nt);
 CT_INTERNAL void softmax_double(const double *x, double *y, int64_t outer, int64_t D,
                                                           int64_t inner, bool logm, int nt);
-/* the same along the last dim for float16 / bfloat16 (bf), computed in float32
- * and rounded once; false: out of memory */
-CT_INTERNAL bool softmax_half(const uint16_t *x, uint16_t *y, bool bf, int64_t outer, int64_t D, bool logm,
-                              int nt);
+/* The rows of a strided tensor: row o (row-major over the dims other than the
+ * softmax dim, coalesced into nd dims) starts at rk_row_offset(g, o) elements. */
+typedef struct RowGeom {
+    int nd;
+    int64_t size[CT_MAX_DIMS], stride[CT_MAX_DIMS];
+} RowGeom;
+static inline int64_t rk_row_offset(const RowGeom *g, int64_t o) {
+    int64_t off = 0;
+    for (int k = g->nd - 1; k >= 0 && o; k--) {
+        off += o % g->size[k] * g->stride[k];
+        o /= g->size[k];
+    }
+    return off;
+}
+/* softmax / log_softmax along the last dim into the contiguous y (outer rows
+ * of D) of x (dtype dt: float32, float64, float16, bfloat16) whose rows g
+ * describes, their elements es apart: read in place when es is 1, else
+ * gathered row by row (no full copy); 16-bit rows are computed in float32 and
+ * rounded once. false: out of memory. */
+CT_INTERNAL bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y,
+                                 int64_t outer, int64_t D, bool logm, int nt);
 /* n float16 / bfloat16 (bf) values to float and back (round to nearest even), vectorised */
 #endif

@@ -78,40 +78,74 @@ static inline double dlog(double x) { return log(x); }
     }                                                                                    \
     void softmax_##T(const T *x, T *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) { \
         (void)nt;                                                                        \
-        if (inner == 1) {                                                                \
-            OMP_FOR_NT \
-            for (int64_t o = 0; o < outer; o++)                                          \
-                softmax_row_##T(x + o * D, y + o * D, D, logm, o + 1 < outer ? x + (o + 1) * D : NULL); \
-            return;                                                                      \
-        }                                                                                \
         int64_t nb = (inner + SB - 1) / SB;                                              \
-        OMP_FOR_NT     \
+        OMP_FOR_NT                                                                       \
         for (int64_t u = 0; u < outer * nb; u++) {                                       \
             int64_t o = u / nb, j0 = (u % nb) * SB, bl = inner - j0 < SB ? inner - j0 : SB; \
             softmax_cols_##T(x + o * D * inner + j0, y + o * D * inner + j0, D, inner, bl, logm); \
         }                                                                                \
+    }                                                                                    \
+    /* rows along the last dim; buf: D elements per thread when es != 1 */             \
+    static void rows_##T(const T *x, const RowGeom *g, int64_t es, T *y, int64_t outer, int64_t D, bool logm, \
+                         int nt, T *buf) {                                               \
+        (void)nt;                                                                        \
+        OMP_FOR_NT                                                                       \
+        for (int64_t o = 0; o < outer; o++) {                                            \
+            const T *r = x + rk_row_offset(g, o);                                        \
+            if (es != 1) r = gather_##T(buf + D * thread_num(), r, es, D);               \
+            const T *next = es == 1 && o + 1 < outer ? x + rk_row_offset(g, o + 1) : NULL; \
+            softmax_row_##T(r, y + o * D, D, logm, next);                                \
+        }                                                                                \
     }
+#define GATHER(T)                                                                        \
+    static inline const T *gather_##T(T *restrict b, const T *restrict r, int64_t es, int64_t n) { \
+        if (es == 2) /* a ::2 slice: a constant stride vectorises (permutes) */          \
+            for (int64_t i = 0; i < n; i++) b[i] = r[2 * i];                             \
+        else                                                                             \
+            for (int64_t i = 0; i < n; i++) b[i] = r[i * es];                            \
+        return b;                                                                        \
+    }
+static inline int64_t thread_num(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+GATHER(float)
+GATHER(double)
+GATHER(uint16_t)
 SOFTMAX(float)
 SOFTMAX(double)
 
 /* ---------------------------------------------------------------- 16-bit floats */
 
-/* Rows converted to float in a per-thread buffer, softmaxed there, rounded
- * back. false: out of memory. */
-bool softmax_half(const uint16_t *x, uint16_t *y, bool bf, int64_t outer, int64_t D, bool logm, int nt) {
-    float *buf = malloc(sizeof(float) * (size_t)D * 2 * (size_t)nt);
-    if (!buf) return false;
+/* Rows converted to float in a per-thread buffer (2 D floats: the row, then its
+ * softmax; a strided row is first gathered into the second half), softmaxed
+ * there, rounded back. */
+static void rows_half(const uint16_t *x, const RowGeom *g, int64_t es, uint16_t *y, int64_t outer, int64_t D,
+                      bool logm, int nt, float *buf, bool bf) {
+    (void)nt;
     OMP_FOR_NT
     for (int64_t o = 0; o < outer; o++) {
-#ifdef _OPENMP
-        float *b = buf + (size_t)D * 2 * (size_t)omp_get_thread_num();
-#else
-        float *b = buf;
-#endif
-        c10_half_to_float_n(b, x + o * D, bf, D);
+        float *b = buf + D * 2 * thread_num();
+        const uint16_t *r = x + rk_row_offset(g, o);
+        if (es != 1) r = gather_uint16_t((uint16_t *)(b + D), r, es, D);
+        c10_half_to_float_n(b, r, bf, D);
         softmax_row_float(b, b + D, D, logm, NULL);
         c10_float_to_half_n(y + o * D, b + D, bf, D);
     }
+}
+
+bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y, int64_t outer, int64_t D,
+                     bool logm, int nt) {
+    bool half = dt == CT_FLOAT16 || dt == CT_BFLOAT16;
+    size_t es_bytes = dt == CT_FLOAT64 ? 8 : 4, per = half ? 2 * (size_t)D : es != 1 ? (size_t)D : 0;
+    void *buf = per ? malloc(per * es_bytes * (size_t)nt) : NULL;
+    if (per && !buf) return false;
+    if (half) rows_half(x, g, es, y, outer, D, logm, nt, buf, dt == CT_BFLOAT16);
+    else if (dt == CT_FLOAT32) rows_float(x, g, es, y, outer, D, logm, nt, buf);
+    else rows_double(x, g, es, y, outer, D, logm, nt, buf);
     free(buf);
     return true;
 }
