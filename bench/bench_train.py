@@ -13,9 +13,10 @@ its own process (so that peak RSS is the workload's own):
 
 Medians of per-step times after warm-up; ratio = ctorch's best thread setting over
 PyTorch's best. OpenBLAS 0.3.21 does not recognise some recent x86 CPUs and falls
-back to its generic "Prescott" kernels; --coretype auto (the default) sets
-OPENBLAS_CORETYPE for the ctorch and the torch processes from /proc/cpuinfo (SkylakeX with
-AVX-512, Haswell with AVX2), --coretype none leaves OpenBLAS alone.
+back to its generic "Prescott" kernels; --coretype auto (the default) keeps an
+OPENBLAS_CORETYPE the environment sets, else sets it for the ctorch and the torch
+processes from /proc/cpuinfo (SkylakeX with AVX-512, Haswell with AVX2); --coretype
+none leaves OpenBLAS alone.
 """
 import argparse
 import os
@@ -65,6 +66,8 @@ def coretype_env(mode):
     env = dict(os.environ)
     if mode == "none":
         return env, "OpenBLAS default"
+    if mode == "auto" and env.get("OPENBLAS_CORETYPE"):  # as bench/run.sh: the environment's choice stands
+        return env, f"OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']} (environment)"
     if mode == "auto":
         flags = open("/proc/cpuinfo").read()
         mode = "SkylakeX" if "avx512f" in flags else "Haswell" if "avx2" in flags else None
