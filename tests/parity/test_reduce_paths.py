@@ -55,17 +55,23 @@ def layouts(dtype):
     }
 
 
+def check_sums(name, x, dtype):
+    """sum() and sum(d) for every d of x (a view) against torch; the handle and tolerances"""
+    h = ct.from_torch(x)
+    rtol, atol = tol(dtype)
+    atol *= x.numel() ** 0.5
+    ct.assert_close(ct.check(lib.ct_sum(h)), x.sum(), rtol=rtol, atol=atol, what=f"{name} sum(): ")
+    for d in range(x.dim()):
+        da, nd = dims(d)
+        ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(d), rtol=rtol, atol=atol,
+                        what=f"{name} sum({d}): ")
+    return h, rtol, atol
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
 def test_sum_layouts(dtype):
     for name, x in layouts(dtype).items():
-        h = ct.from_torch(x)
-        rtol, atol = tol(dtype)
-        atol *= x.numel() ** 0.5
-        ct.assert_close(ct.check(lib.ct_sum(h)), x.sum(), rtol=rtol, atol=atol, what=f"{name} sum(): ")
-        for d in range(x.dim()):
-            da, nd = dims(d)
-            ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(d), rtol=rtol, atol=atol,
-                            what=f"{name} sum({d}): ")
+        h, rtol, atol = check_sums(name, x, dtype)
         da, nd = dims(0, x.dim() - 1)
         ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, True)), x.sum((0, x.dim() - 1), keepdim=True),
                         rtol=rtol, atol=atol, what=f"{name} sum((0, -1)): ")
@@ -233,14 +239,7 @@ def strided_inputs(dtype):
 @pytest.mark.parametrize("dtype", DTYPES + [torch.int8, torch.int16], ids=lambda d: str(d)[6:])
 def test_strided_sums_in_place(dtype):
     for name, x in strided_inputs(dtype):
-        h = ct.from_torch(x)
-        rtol, atol = tol(dtype)
-        atol *= x.numel() ** 0.5
-        ct.assert_close(ct.check(lib.ct_sum(h)), x.sum(), rtol=rtol, atol=atol, what=f"{name} sum(): ")
-        for d in range(x.dim()):
-            da, nd = dims(d)
-            ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(d), rtol=rtol, atol=atol,
-                            what=f"{name} sum({d}): ")
+        check_sums(name, x, dtype)
 
 
 @pytest.mark.parametrize("layout", ["contig", "slice"])
