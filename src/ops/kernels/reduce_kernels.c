@@ -54,6 +54,39 @@
 #define HALF_BLOCK(name, S) SUM_BLOCK(name, uint16_t, float, 64, S)
 #endif
 
+/* acc[0] after the pairwise fold of the lanes (64 floats, 32 doubles): for w =
+ * LN/2 .. 1, acc[j] += acc[j + w]. With AVX-512 the same additions in the same
+ * order on whole registers: the compiler's version of the loop shuffled and
+ * spilled, and took most of the time of a sum over rows of 64 elements. */
+#ifdef __AVX512F__
+static inline float fold_float(const float *acc) {
+    __m512 v = _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(acc), _mm512_loadu_ps(acc + 32)),
+                             _mm512_add_ps(_mm512_loadu_ps(acc + 16), _mm512_loadu_ps(acc + 48)));
+    __m256 y = _mm256_add_ps(_mm512_castps512_ps256(v),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+}
+static inline double fold_double(const double *acc) {
+    __m512d v = _mm512_add_pd(_mm512_add_pd(_mm512_loadu_pd(acc), _mm512_loadu_pd(acc + 16)),
+                              _mm512_add_pd(_mm512_loadu_pd(acc + 8), _mm512_loadu_pd(acc + 24)));
+    __m256d y = _mm256_add_pd(_mm512_castpd512_pd256(v), _mm512_extractf64x4_pd(v, 1));
+    __m128d x = _mm_add_pd(_mm256_castpd256_pd128(y), _mm256_extractf128_pd(y, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(x, _mm_unpackhi_pd(x, x)));
+}
+#else
+#define FOLD(A, LN)                                                                      \
+    static inline A fold_##A(A *acc) {                                                   \
+        /* unrolled, the fold stays in registers (a loop spills acc) */                  \
+        _Pragma("GCC unroll 8") for (int w = LN / 2; w >= 1; w /= 2)                     \
+            _Pragma("GCC unroll 64") for (int j = 0; j < w; j++) acc[j] += acc[j + w];   \
+        return acc[0];                                                                   \
+    }
+FOLD(float, 64)
+FOLD(double, 32)
+#endif
+
 /* Sums: LN lanes of A (float for float inputs, as PyTorch) over blocks of at
  * most 4096 elements, each block folded pairwise and added into a double. */
 #define SUM_KERNEL(name, T, A, LN, S)                                                    \
@@ -67,10 +100,7 @@
             if (m > 4096) m = 4096;                                                      \
             A acc[LN] = {0};                                                             \
             block_##name##_##S(acc, x + S * i, m);                                       \
-            /* unrolled, the fold stays in registers (a loop spills acc) */              \
-            _Pragma("GCC unroll 8") for (int w = LN / 2; w >= 1; w /= 2)                 \
-                _Pragma("GCC unroll 64") for (int j = 0; j < w; j++) acc[j] += acc[j + w]; \
-            r += (double)acc[0];                                                         \
+            r += (double)fold_##A(acc);                                                  \
             i += m;                                                                      \
         }                                                                                \
         for (; i < n; i++) r += (double)LOAD_##name(x[S * i]);                           \
