@@ -395,7 +395,11 @@ FLOAT_KERNELS(double)
                 m[j] = (NANCHK(v) || v CMP m[j]) ? v : m[j];                             \
             }                                                                            \
         for (; i < n; i++) r = (NANCHK(x[i]) || x[i] CMP r) ? x[i] : r;                  \
-        for (int j = 0; j < LANES; j++) r = (NANCHK(m[j]) || m[j] CMP r) ? m[j] : r;     \
+        /* the lanes pairwise (a chain of 32 selects dominated short rows) */            \
+        _Pragma("GCC unroll 8") for (int w = LANES / 2; w >= 1; w /= 2)                  \
+            _Pragma("GCC unroll 32") for (int j = 0; j < w; j++)                         \
+                m[j] = (NANCHK(m[j + w]) || m[j + w] CMP m[j]) ? m[j + w] : m[j];        \
+        r = (NANCHK(m[0]) || m[0] CMP r) ? m[0] : r;                                     \
         if (!s->has || NANCHK(r) || (!NANCHK(s->FIELD) && r CMP s->FIELD)) s->FIELD = r; \
         s->has = true;                                                                   \
     }
