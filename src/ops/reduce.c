@@ -145,6 +145,7 @@ static void plan_build(RPlan *pl, const TensorImpl *t, const bool *mask, bool an
 
 /* byte offset of output o's first input element */
 static int64_t kept_offset(const RPlan *pl, int64_t o) {
+    if (pl->nk == 1) return o * pl->kst[0]; /* per output of a short row: no divisions */
     int64_t off = 0;
     for (int d = pl->nk - 1; d >= 0; d--) {
         off += (o % pl->ks[d]) * pl->kst[d];
@@ -281,9 +282,18 @@ typedef struct RCtx {
     double *aux;         /* per-output shift in (SQDEV, SUMEXP) or means out (FIN_AUX) */
 } RCtx;
 
+/* v into an output of dtype d: float32 and float64 directly (a conversion call
+ * per output weighed on reductions over short rows) */
+static void store_double(char *p, ct_dtype d, double v) {
+    if (d == CT_FLOAT32) *(float *)p = (float)v;
+    else if (d == CT_FLOAT64) *(double *)p = v;
+    else c10_convert(p, d, &v, CT_FLOAT64, 1);
+}
+
 static void store_value(char *p, ct_dtype d, const RState *s, int ct) {
-    if (ct == CT_I64) c10_convert(p, d, &s->v, CT_INT64, 1);
-    else c10_convert(p, d, &s->d, CT_FLOAT64, 1);
+    if (ct != CT_I64) store_double(p, d, s->d);
+    else if (d == CT_INT64) *(int64_t *)p = s->v;
+    else c10_convert(p, d, &s->v, CT_INT64, 1);
 }
 
 static void finish(const RCtx *c, const RState *s, int64_t o, int ct) {
@@ -312,7 +322,7 @@ static void finish(const RCtx *c, const RState *s, int64_t o, int ct) {
         return;
     case FIN_AUX: c->aux[o] = v * c->scale; return;
     }
-    c10_convert(c->vout + o * es, c->vdt, &v, CT_FLOAT64, 1);
+    store_double(c->vout + o * es, c->vdt, v);
 }
 
 /* ---------------------------------------------------------------- running */
