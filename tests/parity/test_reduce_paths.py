@@ -3,6 +3,7 @@ walked in memory order (full and partial reductions of transposed / permuted /
 expanded inputs; index-returning reductions keep logical order), sums across a
 strided kept dim (sum(0) of a ::2 slice), and softmax of 16-bit floats, for
 every dtype."""
+import math
 from ctypes import POINTER, c_bool, c_double, c_int, c_void_p
 
 import pytest
@@ -13,7 +14,7 @@ import ctorch_ffi as ct  # noqa: E402
 lib = ct.lib
 T = CT = c_void_p
 INTP = POINTER(c_int)
-for _n in ["ct_sum_dims", "ct_amax", "ct_logsumexp"]:
+for _n in ["ct_sum_dims", "ct_amax", "ct_amin", "ct_logsumexp"]:
     ct.declare(_n, T, [CT, INTP, c_int, c_bool])
 ct.declare("ct_sum", T, [CT])
 ct.declare("ct_argmax", T, [CT, c_bool, c_int, c_bool])
@@ -289,3 +290,29 @@ def test_softmax_exp_range(n):
     ct.assert_close(ct.check(lib.ct_softmax(h, -1)), want.float(), rtol=3e-6, atol=1e-44, what="softmax: ")
     ct.assert_close(ct.check(lib.ct_log_softmax(h, -1)), torch.log_softmax(x.double(), -1).float(), rtol=3e-6,
                     atol=3e-6, what="log_softmax: ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64], ids=lambda d: str(d)[6:])
+def test_short_rows(dtype):
+    """sum / mean / amax / amin over rows of 1-257 elements (each row one kernel call:
+    the lane folds, the per-output store), NaN and inf scattered in, against torch"""
+    ops = [("sum", lib.ct_sum_dims, torch.sum), ("amax", lib.ct_amax, torch.amax), ("amin", lib.ct_amin, torch.amin)]
+    if dtype.is_floating_point:
+        ops.append(("mean", lib.ct_mean_dims, torch.mean))
+    for cols in [1, 2, 15, 16, 31, 32, 33, 63, 64, 65, 100, 257]:
+        x = rand((40, cols), dtype) * 100
+        if dtype.is_floating_point:
+            x[torch.rand(x.shape, generator=GEN) < 0.03] = math.inf
+            x[torch.rand(x.shape, generator=GEN) < 0.03] = -math.inf
+            x[torch.rand(x.shape, generator=GEN) < 0.03] = math.nan
+        h = ct.from_torch(x)
+        rtol, atol = tol(dtype)
+        for name, cfn, tfn in ops:
+            da, nd = dims(1)
+            got, want = ct.to_torch(ct.check(cfn(h, da, nd, False))), tfn(x, 1)
+            if name in ("amax", "amin"):  # exact, NaN wins
+                assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~got.isnan()], want[~want.isnan()]), \
+                    f"{name} rows of {cols}"
+            else:
+                ct.assert_close(ct.check(cfn(h, da, nd, False)), want, rtol=rtol, atol=atol * cols,
+                                what=f"{name} rows of {cols}: ")
