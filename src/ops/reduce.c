@@ -374,8 +374,8 @@ static rk_rows_fn outer_rows(const RPlan *pl, bool *direct, int *group) {
 
 /* Sums of the block [j0, j0 + bl) of the innermost kept dim (at one outer kept
  * index) over every reduced position. Rows are read in place or gathered
- * (outer_rows), added four at a time into A partials (float for float, as
- * PyTorch), flushed into W accumulators every 64 rows. Short row segments far
+ * (outer_rows), added a group (four or eight) at a time into A partials (float
+ * for float, as PyTorch), flushed into W accumulators every 64 rows. Short row segments far
  * apart defeat the hardware prefetcher: the adder prefetches the next four
  * rows read in place as it goes (short ones only: on long rows the hardware
  * does better alone); gathered rows are prefetched a group ahead. */

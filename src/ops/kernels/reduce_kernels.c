@@ -14,10 +14,6 @@
 
 #define LANES 32
 
-/* exp for float: vmath.h's branch-free Cephes version, so that loops vectorise */
-#define EXP_float vm_expf
-#define EXP_double vm_exp_d
-
 /* ---------------------------------------------------------------- floats */
 
 /* an element of each input dtype as the accumulator's type */

@@ -27,6 +27,11 @@ typedef struct RState {
     bool has, nan;  /* MAX/MIN: a value seen; a NaN seen */
 } RState;
 
+/* exp by compute type, for the kernels stamped per type (reduce_kernels.c,
+ * softmax.c; both include vmath.h): the branch-free versions, which vectorise */
+#define EXP_float vm_expf
+#define EXP_double vm_exp_d
+
 typedef void (*rk_fn)(RState *s, const void *x, int64_t n, int64_t base, double p);
 
 CT_INTERNAL extern const rk_fn rk_kernels[RK_COUNT][3];

@@ -9,8 +9,6 @@
 #include <omp.h>
 #endif
 
-#define EXP_float vm_expf
-#define EXP_double vm_exp_d
 #define LANES 32
 
 /* ---------------------------------------------------------------- softmax */
