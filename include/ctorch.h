@@ -219,7 +219,8 @@ CT_API int ct_get_num_threads(void);
 /* ============================================================== operators
  * Elementwise ops broadcast their arguments (PyTorch's rules) and promote
  * dtypes (torch.result_type; a double argument counts as a Python number: int
- * when integral, else float). `_` after a name: in place, returns 0 or -1. */
+ * when integral, else float; -0.0 is a float). `_` after a name: in place,
+ * returns 0 or -1. */
 /* @@SECTION elementwise@@ */
 /* Unary: ct_sin(a) returns sin(a); ct_sin_(a) works in place. Integer inputs of
  * float functions give float32 results, as in PyTorch. */

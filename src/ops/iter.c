@@ -18,6 +18,7 @@
  * Kernels therefore only ever see contiguous arrays of one dtype: plain loops
  * the compiler vectorises. The kernel is chosen once per call. */
 #include "ops/ops.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -48,8 +49,11 @@ typedef struct {
 
 /* ---- type promotion: PyTorch's ResultTypeState ---- */
 
+/* A double as a Python number: int when integral, else float. NaN is a float,
+ * and so is -0.0 (an int has no sign of zero: uint8 / -0.0 is -inf in torch). */
 ct_dtype scalar_dtype(double v) {
-    return (v > -9.2e18 && v < 9.2e18 && v == (double)(int64_t)v) ? CT_INT64 : CT_FLOAT32; /* NaN: float */
+    bool integral = v > -9.2e18 && v < 9.2e18 && v == (double)(int64_t)v && !(v == 0 && signbit(v));
+    return integral ? CT_INT64 : CT_FLOAT32;
 }
 
 static void update(ct_dtype *slot, bool *has, ct_dtype d) {

@@ -574,6 +574,11 @@ def test_scalar_integral_double_is_int():
     assert (x + 2.0).dtype == torch.float32  # torch: float; ctorch cannot tell 2 from 2.0
     h = L.ct_mul_scalar(c(x), 0.5)
     ct.assert_close(h, x * 0.5)
+    # but -0.0 is a float (no int has a sign of zero): uint8 / -0.0 is -inf, int + -0.0 float32
+    u = torch.tensor([0, 1, 7], dtype=torch.uint8)
+    ct.assert_close(L.ct_div_scalar(c(u), -0.0), u / -0.0)
+    h = L.ct_add_scalar(c(x), -0.0)
+    assert ct.dtype(h) == ct.CT_FLOAT32 and (x + -0.0).dtype == torch.float32
 
 
 @pytest.mark.parametrize("name", BINARY)
