@@ -316,3 +316,89 @@ def test_short_rows(dtype):
             else:
                 ct.assert_close(ct.check(cfn(h, da, nd, False)), want, rtol=rtol, atol=atol * cols,
                                 what=f"{name} rows of {cols}: ")
+
+
+ct.declare("ct_norm", T, [CT, c_double, INTP, c_int, c_bool])
+BLOCK_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64]
+BLOCK_COLS = [2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256, 257, 300]
+
+
+def block_input(rows, cols, dtype):
+    """Rows of values for the short-row block kernels: floats * 100 with inf, -inf and NaN
+    in the first third of the rows only; int64 near 2**62 (sums wrap), int32 near 2**31."""
+    if dtype == torch.int64:
+        return torch.randint(2**61, 2**62, (rows, cols), generator=GEN, dtype=torch.int64) * \
+            (1 - 2 * torch.randint(0, 2, (rows, cols), generator=GEN))
+    if dtype == torch.int32:
+        return torch.randint(-2**31, 2**31 - 1, (rows, cols), generator=GEN, dtype=torch.int32)
+    x = rand((rows, cols), dtype) * 100
+    top = x[: rows // 3]
+    for v, p in ((math.inf, 0.02), (-math.inf, 0.02), (math.nan, 0.02)):
+        top[torch.rand(top.shape, generator=GEN) < p] = v
+    return x
+
+
+def block_ops(dtype):
+    ops = [("sum", lambda h, d, k: lib.ct_sum_dims(h, *dims(d), k), lambda x, d, k: x.sum(d, keepdim=k)),
+           ("amax", lambda h, d, k: lib.ct_amax(h, *dims(d), k), lambda x, d, k: x.amax(d, keepdim=k)),
+           ("amin", lambda h, d, k: lib.ct_amin(h, *dims(d), k), lambda x, d, k: x.amin(d, keepdim=k))]
+    if dtype.is_floating_point:
+        ops += [("mean", lambda h, d, k: lib.ct_mean_dims(h, *dims(d), k), lambda x, d, k: x.mean(d, keepdim=k))]
+        for p in (1.0, 2.0):
+            ops.append((f"norm{p:g}", lambda h, d, k, p=p: lib.ct_norm(h, p, *dims(d), k),
+                        lambda x, d, k, p=p: torch.linalg.vector_norm(x.double(), p, d, keepdim=k).to(x.dtype)))
+    return ops
+
+
+def check_block(name, got_h, want, dtype, cols, what):
+    got = ct.to_torch(ct.check(got_h))
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    if name in ("amax", "amin") or not dtype.is_floating_point:  # exact; NaN wins; int64 sums wrap
+        assert torch.equal(got.isnan(), want.isnan()) if dtype.is_floating_point else True, what
+        ok = ~want.isnan() if dtype.is_floating_point else torch.ones_like(want, dtype=torch.bool)
+        assert torch.equal(got[ok], want[ok]), f"{what}: {got[ok][got[ok] != want[ok]][:4]} vs {want[ok][got[ok] != want[ok]][:4]}"
+    else:
+        rtol, atol = tol(dtype)
+        if dtype in (torch.float16, torch.bfloat16):  # torch rounds partial sums of 16-bit floats differently
+            atol *= 100
+        torch.testing.assert_close(got, want, rtol=rtol, atol=atol * cols * 100, equal_nan=True,
+                                   msg=lambda m: f"{what}: {m}")
+
+
+@pytest.mark.parametrize("dtype", BLOCK_DTYPES, ids=lambda d: str(d)[6:])
+def test_block_rows(dtype):
+    """sum / mean / amax / amin / norm over rows of 2-300 elements, several rows per kernel
+    call (16 or 8): row counts that leave a partial block, keepdim, rows spaced apart
+    (x[::2]) and rows behind two kept dims that do not merge, NaN / inf, against torch"""
+    for cols in BLOCK_COLS:
+        x = block_input(37, cols, dtype)
+        layouts = {"contiguous": x, "rows ::2": x[::2], "two kept dims": x[:36].view(6, 6, cols)[:, ::2]}
+        for lname, v in layouts.items():
+            h = ct.from_torch(v)
+            d = v.dim() - 1
+            for name, cfn, tfn in block_ops(dtype):
+                for keep in (False, True):
+                    check_block(name, cfn(h, d, keep), tfn(v, d, keep), dtype, cols,
+                                f"{name} {lname} rows of {cols} keepdim={keep}")
+
+
+@pytest.mark.parametrize("dtype", BLOCK_DTYPES, ids=lambda d: str(d)[6:])
+def test_block_rows_threads(dtype):
+    """the block kernels give the same bits on 1 and 2 threads (each row is reduced
+    in an order fixed by its length), and match torch"""
+    before = lib.ct_get_num_threads()
+    try:
+        for cols in (16, 50, 64):
+            x = block_input(40000 // cols + 5, cols, dtype)
+            h = ct.from_torch(x)
+            for name, cfn, tfn in block_ops(dtype):
+                res = []
+                for nt in (1, 2):
+                    lib.ct_set_num_threads(nt)
+                    res.append(ct.to_torch(ct.check(cfn(h, 1, False))))
+                assert torch.equal(res[0].view(-1).view(torch.uint8) if res[0].dtype.is_floating_point else res[0],
+                                   res[1].view(-1).view(torch.uint8) if res[1].dtype.is_floating_point else res[1]), \
+                    f"{name} rows of {cols}: 1 and 2 threads differ"
+                check_block(name, cfn(h, 1, False), tfn(x, 1, False), dtype, cols, f"{name} rows of {cols}")
+    finally:
+        lib.ct_set_num_threads(before)

@@ -52,6 +52,16 @@ CT_INTERNAL rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride);
  * holds as many rows to prefetch meanwhile. */
 typedef void (*rk_rows_fn)(void *part, const void *const *rows, int nr, int64_t bl, const void *const *next);
 CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group);
+/* Short rows, several at a time: out[r] = the reduction of the n contiguous
+ * elements at rows[r], for r < *nrows (16 or 8: every pointer set; the caller
+ * repeats the last row to fill a block). out is double (float dtypes) or
+ * int64 (integer dtypes), as RState's d / v. Each row is reduced in an order
+ * fixed by its length alone: results do not depend on the block. rk: RK_SUM,
+ * RK_NORM (p 1 or 2), RK_AMAX, RK_AMIN over float32, float64, float16,
+ * bfloat16, int64, int32; NULL for the others and without AVX-512. *mode:
+ * the kernel's last argument (sum: x, |x| or x * x; max: max or min). */
+typedef void (*rk_block_fn)(void *out, const void *const *rows, int64_t n, int mode);
+CT_INTERNAL rk_block_fn rk_block_kernel(int rk, ct_dtype dt, double p, int *nrows, int *mode);
 /* a = a then b (b covers later positions) */
 CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
