@@ -469,7 +469,7 @@ static void state_init(RState *s, int rk, double p, const RCtx *c, int64_t o) {
 #define PF_ROW_BYTES 256
 
 /* Outputs [o0, o0 + cnt) from a block kernel's results (double, or int64 when
- * ct is CT_I64): values and means straight into the output, a block at a
+ * ct is CT_I64): values, means and norms straight into the output, a block at a
  * time (a finish call per output weighed on rows of 16); the rest through
  * finish. */
 typedef union BlockRes {
@@ -479,13 +479,16 @@ typedef union BlockRes {
 static void finish_block(const RCtx *c, const BlockRes *res, int64_t o0, int cnt, int ct) {
     const double *d = res->d;
     int64_t es = (int64_t)c10_elsize[c->vdt];
-    if (c->fin == FIN_VALUE || (c->fin == FIN_SCALE && ct != CT_I64)) {
+    bool norm = c->fin == FIN_NORM && (c->p == 1 || c->p == 2); /* the norms of the block kernels */
+    if (c->fin == FIN_VALUE || (c->fin == FIN_SCALE && ct != CT_I64) || norm) {
         if (ct == CT_I64) {
             c10_convert(c->vout + o0 * es, c->vdt, res->v, CT_INT64, cnt);
             return;
         }
         double sc = c->fin == FIN_SCALE ? c->scale : 1, v[16];
         for (int i = 0; i < cnt; i++) v[i] = d[i] * sc;
+        if (norm && c->p == 2)
+            for (int i = 0; i < cnt; i++) v[i] = sqrt(v[i]);
         if (c->vdt == CT_FLOAT32)
             for (int i = 0; i < cnt; i++) ((float *)c->vout)[o0 + i] = (float)v[i];
         else c10_convert(c->vout + o0 * es, c->vdt, v, CT_FLOAT64, cnt);
