@@ -125,6 +125,12 @@ CT_INTERNAL float c10_h2f(uint16_t h);
 CT_INTERNAL uint16_t c10_f2h(float f);
 CT_INTERNAL float c10_bf2f(uint16_t b);
 CT_INTERNAL uint16_t c10_f2bf(float f);
+/* float bits -> bfloat16, round to nearest even (overflow carries into inf);
+ * a NaN stays a quiet NaN with its sign. Branch-free: loops of it vectorise. */
+static inline uint16_t c10_f2bf_bits(uint32_t u) {
+    uint16_t r = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) : r;
+}
 /* n of them at a time (bf: bfloat16, else float16), vectorised. */
 CT_INTERNAL void c10_half_to_float_n(float *d, const uint16_t *s, bool bf, int64_t n);
 CT_INTERNAL void c10_float_to_half_n(uint16_t *d, const float *s, bool bf, int64_t n);

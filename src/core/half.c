@@ -72,13 +72,7 @@ CT_INTERNAL uint16_t c10_f2h(float f) {
 
 CT_INTERNAL float c10_bf2f(uint16_t b) { return u2f((uint32_t)b << 16); }
 
-CT_INTERNAL uint16_t c10_f2bf(float f) {
-    uint32_t u = f2u(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: quiet, keep sign */
-        return (uint16_t)((u >> 16) | 0x0040u);
-    u += 0x7fffu + ((u >> 16) & 1u); /* overflow carries into inf, as it should */
-    return (uint16_t)(u >> 16);
-}
+CT_INTERNAL uint16_t c10_f2bf(float f) { return c10_f2bf_bits(f2u(f)); }
 
 /* n at a time, the results of c10_h2f / c10_bf2f and c10_f2h / c10_f2bf:
  * F16C's conversions where the CPU has them, bfloat16 in branch-free loops the
@@ -103,10 +97,7 @@ void c10_float_to_half_n(uint16_t *d, const float *s, bool bf, int64_t n) {
     int64_t i = 0;
     if (bf) {
         const uint32_t *restrict u = (const uint32_t *)s;
-        for (; i < n; i++) {
-            uint32_t v = u[i], r = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
-            d[i] = (uint16_t)((v & 0x7fffffffu) > 0x7f800000u ? (v >> 16) | 0x40u : r);
-        }
+        for (; i < n; i++) d[i] = c10_f2bf_bits(u[i]);
         return;
     }
 #ifdef __AVX512F__
