@@ -13,6 +13,9 @@
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
+#define PARALLEL_FOR _Pragma("omp parallel for num_threads(nt) schedule(static)")
+#else
+#define PARALLEL_FOR /* a build without OpenMP: one thread */
 #endif
 
 static double now(void) {
@@ -34,12 +37,12 @@ int main(int argc, char **argv) {
            *c = aligned_alloc(64, (size_t)n * 8), *t = malloc(sizeof(double) * (size_t)runs);
     if (!a || !b || !c || !t) return 1;
     (void)nt;
-#pragma omp parallel for num_threads(nt) schedule(static)
+PARALLEL_FOR
     for (long i = 0; i < n; i++) a[i] = 0, b[i] = 1, c[i] = 2; /* first touch by the threads that use them */
     volatile double s = 3;
     for (int r = -2; r < runs; r++) {
         double q = s, t0 = now();
-#pragma omp parallel for num_threads(nt) schedule(static)
+PARALLEL_FOR
         for (long i = 0; i < n; i++) a[i] = b[i] + q * c[i];
         double dt = now() - t0;
         if (r >= 0) t[r] = dt;
