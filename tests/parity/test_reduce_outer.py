@@ -1,0 +1,159 @@
+"""Outer sums (reduce.c's outer-sum path, reduce_kernels.c's row kernels): x.sum(0)
+of a contiguous matrix, x.t().sum(-1) (the same memory pattern), mean, keepdim,
+::2 slices, over row counts 1..70 and widths 1..300 around the kernels' groups
+(4, 8 rows) and vectors (16 lanes), and 4096 wide; float16, bfloat16, float32,
+float64, int32, int64, uint8, bool against torch. Values are multiples of 1/4
+small enough that every partial sum is exact: the results must equal torch's
+bit for bit whatever the order of the additions. Random values are compared
+within tolerance, NaN / inf placed in single rows, int32 / int64 sums wrap, and
+1 and 2 threads give identical bits."""
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import lib  # noqa: E402
+from ctypes import c_bool, c_int, c_void_p  # noqa: E402
+
+T = c_void_p
+ct.declare("ct_sum_dims", T, [T, ct.INTP, c_int, c_bool])
+ct.declare("ct_mean_dims", T, [T, ct.INTP, c_int, c_bool])
+pytestmark = ct.requires("ct_sum_dims", "ct_mean_dims", "ct_set_num_threads", "ct_get_num_threads")
+
+GEN = torch.Generator().manual_seed(7)
+FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+INTS = [torch.int32, torch.int64, torch.uint8, torch.bool]
+IDS = lambda d: str(d)[6:]  # noqa: E731
+ROWS = list(range(1, 71))
+WIDTHS = [1, 2, 7, 8, 15, 16, 17, 31, 33, 64, 65, 127, 130, 255, 257, 300]
+
+
+def dims(d):
+    return ct.i32([d]), 1
+
+
+def exact(rows, cols, dtype):
+    """multiples of 1/4 in [-2, 2] (floats), small integers (ints), 0 / 1 (bool)"""
+    k = torch.randint(-8, 9, (rows, cols), generator=GEN)
+    if dtype == torch.bool:
+        return k > 0
+    if dtype == torch.uint8:
+        return (k + 8).to(dtype)
+    return (k.double() / 4).to(dtype) if dtype.is_floating_point else k.to(dtype)
+
+
+def layouts(x):
+    """(name, view, reduced dim) of the outer-sum pattern: x.sum(0), x.t().sum(-1)"""
+    yield "sum(0)", x, 0
+    yield "t().sum(-1)", x.t(), -1
+
+
+def same(got, want, what):
+    g = ct.to_torch(got)
+    assert g.dtype == want.dtype and g.shape == want.shape, f"{what}: {g.dtype}{tuple(g.shape)} vs {want.dtype}{tuple(want.shape)}"
+    torch.testing.assert_close(g, want, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{what}: {m}")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=IDS)
+def test_exact_rows_widths(dtype):
+    for rows in ROWS:
+        for cols in ([1, 17, 64, 130] if rows % 7 else WIDTHS):
+            x = exact(rows, cols, dtype)
+            h = ct.from_torch(x)
+            for name, v, d in layouts(x):
+                hv = ct.check(lib.ct_t(h)) if d == -1 else h
+                da, nd = dims(d)
+                for keep in (False, True):
+                    same(ct.check(lib.ct_sum_dims(hv, da, nd, keep)), v.sum(d, keepdim=keep),
+                         f"{name} [{rows}, {cols}] keepdim={keep}")
+                if dtype.is_floating_point:
+                    same(ct.check(lib.ct_mean_dims(hv, da, nd, False)), v.double().mean(d).to(dtype)
+                         if rows & (rows - 1) == 0 else v.mean(d), f"mean {name} [{rows}, {cols}]") \
+                        if rows & (rows - 1) == 0 else ct.assert_close(
+                            ct.check(lib.ct_mean_dims(hv, da, nd, False)), v.mean(d),
+                            rtol=tol(dtype), atol=tol(dtype), what=f"mean {name} [{rows}, {cols}]: ")
+
+
+def tol(dtype):
+    return {torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float32: 1e-6, torch.float64: 1e-12}[dtype]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=IDS)
+def test_wide_and_sliced(dtype):
+    """4096 wide (the path's column blocks), 4100 wide, ::2 slices of a wider base"""
+    for rows, cols in [(70, 4096), (37, 4100), (9, 4096 + 33)]:
+        x = exact(rows, cols, dtype)
+        w = exact(rows, 2 * cols + 1, dtype)
+        for xv in (x, w[:, ::2], w[:, 1::2]):
+            h = ct.from_torch(xv)
+            for name, v, d in layouts(xv):
+                hv = ct.check(lib.ct_t(h)) if d == -1 else h
+                da, nd = dims(d)
+                same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), f"{name} {tuple(xv.stride())} [{rows}, {cols}]")
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+def test_random_values(dtype):
+    """random values of mixed magnitude: within tolerance of torch"""
+    for rows, cols in [(70, 300), (1000, 257), (4096, 64)]:
+        x = (torch.randn(rows, cols, generator=GEN, dtype=torch.float64) * 10).to(dtype)
+        h = ct.from_torch(x)
+        for name, v, d in layouts(x):
+            hv = ct.check(lib.ct_t(h)) if d == -1 else h
+            da, nd = dims(d)
+            want = v.double().sum(d)
+            got = ct.to_torch(ct.check(lib.ct_sum_dims(hv, da, nd, False)))
+            assert got.dtype == dtype
+            err = (got.double() - want).abs()
+            bound = tol(dtype) * (v.double().abs().sum(d) + 1) + want.abs() * torch.finfo(dtype).eps
+            assert (err <= bound).all(), f"{name} [{rows}, {cols}]: max err {err.max()}"
+            ct.assert_close(ct.check(lib.ct_mean_dims(hv, da, nd, True)), v.mean(d, keepdim=True),
+                            rtol=tol(dtype) * 10, atol=tol(dtype) * 10, what=f"mean {name}: ")
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+def test_nan_inf(dtype):
+    x = exact(45, 100, dtype)
+    x[3, 5] = float("nan")
+    x[10, 6], x[40, 6] = float("inf"), float("-inf")
+    x[0, 7] = float("inf")
+    x[44, 8] = float("-inf")
+    x[12, 99] = float("nan")
+    h = ct.from_torch(x)
+    for name, v, d in layouts(x):
+        hv = ct.check(lib.ct_t(h)) if d == -1 else h
+        da, nd = dims(d)
+        same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), name)
+
+
+def test_int_wrap():
+    for dtype, big in [(torch.int64, 2**62 + 12345), (torch.int32, 2**31 - 1)]:
+        x = torch.full((67, 130), big, dtype=dtype)
+        x[::3] = torch.iinfo(dtype).min + 7
+        h = ct.from_torch(x)
+        for name, v, d in layouts(x):
+            hv = ct.check(lib.ct_t(h)) if d == -1 else h
+            da, nd = dims(d)
+            same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), f"{dtype} {name}")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64], ids=IDS)
+def test_threads_identical(dtype):
+    before = lib.ct_get_num_threads()
+    try:
+        for rows, cols in [(4096, 1024), (333, 4096), (1000, 300)]:
+            x = (torch.randn(rows, cols, generator=GEN, dtype=torch.float64) * 100).to(dtype)
+            h = ct.from_torch(x)
+            for name, v, d in layouts(x):
+                hv = ct.check(lib.ct_t(h)) if d == -1 else h
+                da, nd = dims(d)
+                res = []
+                for nt in (1, 2):
+                    lib.ct_set_num_threads(nt)
+                    res.append(ct.to_torch(ct.check(lib.ct_sum_dims(hv, da, nd, False))))
+                a, b = res
+                if dtype.is_floating_point:
+                    a, b = a.view(-1).view(torch.uint8), b.view(-1).view(torch.uint8)
+                assert torch.equal(a, b), f"{name} [{rows}, {cols}]: 1 and 2 threads differ"
+    finally:
+        lib.ct_set_num_threads(before)
