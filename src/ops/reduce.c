@@ -1020,20 +1020,29 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
     if (inner == 1 && t->numel) {
         /* along the last dim: rows read where they are, gathered one by one when
          * their elements lie within a cache line of each other; rows further
-         * apart (a transpose's) are copied first by the cache-blocked transpose:
-         * gathered, each row would touch D lines mapping to few cache sets */
+         * apart (a transpose's) run in blocks of adjacent rows when a dim steps
+         * by 1, else are copied first by the cache-blocked transpose: gathered,
+         * each row would touch D lines mapping to few cache sets */
         int64_t es = t->ndim ? t->strides[d] : 1;
-        TensorImpl *x = es * (int64_t)c10_elsize[t->dtype] <= 64 ? c10_retain((TensorImpl *)t) : at_contiguous(t);
-        TensorImpl *y = x ? c10_empty(t->sizes, t->ndim, t->dtype, t->device) : NULL;
+        bool far = es * (int64_t)c10_elsize[t->dtype] > 64;
+        int nt = nthreads_for(t->numel);
+        TensorImpl *y = c10_empty(t->sizes, t->ndim, t->dtype, t->device);
+        if (!y) return -1;
         RowGeom g;
-        row_geom(x ? x : t, d, &g);
-        if (y && !softmax_lastdim(t->dtype, c10_data(x), &g, x->ndim ? x->strides[d] : 1, c10_data(y), outer, D,
-                                  logm, nthreads_for(t->numel))) {
-            c10_release(y);
-            y = NULL;
-            c10_error("%s: out of memory", name);
+        row_geom(t, d, &g);
+        int r = far ? softmax_lastdim_blocks(t->dtype, c10_data(t), &g, es, c10_data(y), D, logm, nt) : 0;
+        if (!r) {
+            TensorImpl *x = far ? at_contiguous(t) : c10_retain((TensorImpl *)t);
+            if (far) /* rows of D, one after another */
+                g = (RowGeom){.nd = 1, .size = {outer}, .stride = {D}}, es = 1;
+            r = !x ? -2 : softmax_lastdim(t->dtype, c10_data(x), &g, es, c10_data(y), outer, D, logm, nt) ? 1 : -1;
+            c10_release(x);
         }
-        c10_release(x);
+        if (r < 0) {
+            c10_release(y);
+            if (r == -1) c10_error("%s: out of memory", name);
+            return -1;
+        }
         ONE(y);
     }
     TensorImpl *x = wdt == t->dtype ? at_contiguous(t) : contig_copy(t, wdt);

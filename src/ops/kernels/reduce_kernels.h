@@ -92,5 +92,11 @@ static inline int64_t rk_row_offset(const RowGeom *g, int64_t o) {
  * rounded once. false: out of memory. */
 CT_INTERNAL bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y,
                                  int64_t outer, int64_t D, bool logm, int nt);
+/* as softmax_lastdim, for rows far apart (es elements, a transpose's) of
+ * which a dim of g has stride 1: run in blocks of adjacent rows, without a
+ * copy. 1: done; 0: not taken (no such dim or under a block of rows along
+ * it, rows over 8192, no AVX-512); -1: out of memory. */
+CT_INTERNAL int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y,
+                                       int64_t D, bool logm, int nt);
 /* n float16 / bfloat16 (bf) values to float and back (round to nearest even), vectorised */
 #endif

@@ -10,6 +10,11 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define SMALL __attribute__((optimize("Os"))) /* code run once a call or a block */
+#else
+#define SMALL
+#endif
 
 /* ---------------------------------------------------------------- columns */
 
@@ -219,6 +224,166 @@ ROW(f32, float, float, logf)
 ROW(f64, double, double, dlog)
 ROW(f16, uint16_t, float, logf)
 ROW(bf16, uint16_t, float, ls_bf16)
+
+/* Blocks of W adjacent rows of a transposed view (the rows one element apart,
+ * their elements es apart), one lane per row, TP blocks side by side: TP
+ * lines per position k, in one page (a block's D lines lie in D pages, and
+ * their page walks dominated). The first pass reads the lines x + k * es once,
+ * in order, prefetched, widened into b (D lines of W per block, contiguous)
+ * and takes the maxima; per block, the second sums exp(b - max) in expsum_*'s
+ * order (the contiguous rows' bits) and writes the exps (softmax) or x - max
+ * (log_softmax), transposed in registers (16 x 16; 8 x 8 for double), into
+ * the output rows (float32, float64) or a row buffer (16-bit); the third
+ * finishes each row there, in L2, as row_* does (16-bit rows rounded once).
+ * Re-reading the strided lines instead of b was 2x slower: lines at one page
+ * offset share few cache sets. */
+static inline void tr16(__m512 *r) { /* the 16 x 16 transpose of r[] */
+    __m512 t[16];
+    for (int i = 0; i < 16; i += 2) t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44), r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44), r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int c = 0; c < 4; c++) { /* r[4g + c], 128-bit lane l: rows 4g.., column 4l + c */
+        __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);
+        __m512 w0 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88), w1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
+        t[c] = _mm512_shuffle_f32x4(u0, w0, 0x88), t[8 + c] = _mm512_shuffle_f32x4(u0, w0, 0xdd);
+        t[4 + c] = _mm512_shuffle_f32x4(u1, w1, 0x88), t[12 + c] = _mm512_shuffle_f32x4(u1, w1, 0xdd);
+    }
+    for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+static inline void tr8(__m512d *r) { /* the 8 x 8 transpose of r[] */
+    __m512d t[8];
+    for (int i = 0; i < 8; i += 2) t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]), t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]);
+    for (int c = 0; c < 2; c++) { /* t[2g + c], 128-bit lane l: rows 2g.., column 2l + c */
+        __m512d u0 = _mm512_shuffle_f64x2(t[c], t[2 + c], 0x88), u1 = _mm512_shuffle_f64x2(t[c], t[2 + c], 0xdd);
+        __m512d w0 = _mm512_shuffle_f64x2(t[4 + c], t[6 + c], 0x88), w1 = _mm512_shuffle_f64x2(t[4 + c], t[6 + c], 0xdd);
+        r[c] = _mm512_shuffle_f64x2(u0, w0, 0x88), r[4 + c] = _mm512_shuffle_f64x2(u0, w0, 0xdd);
+        r[2 + c] = _mm512_shuffle_f64x2(u1, w1, 0x88), r[6 + c] = _mm512_shuffle_f64x2(u1, w1, 0xdd);
+    }
+}
+#define NOINLINE __attribute__((noinline)) /* one copy: the passes run once per block */
+/* the transposed W positions e[] (n of them) into the nr rows of y, ys apart
+ * (masked stores only for a tail: they stall when they miss) */
+#define TPUT(C, tr)                                                                      \
+    static void tput_##C(V_##C *e, C *y, int64_t ys, int nr, int n) {                    \
+        tr(e);                                                                           \
+        for (int i = 0; i < nr; i++)                                                     \
+            if (n == W_##C) VOP_##C(storeu)(y + i * ys, e[i]);                           \
+            else VOP_##C(mask_storeu)(y + i * ys, TAIL(C, n), e[i]);                     \
+    }
+TPUT(float, tr16)
+TPUT(double, tr8)
+/* the last pass of a row r of C (rows of r: the exps or x - max): y = r * a - c */
+#define FIN_FNS(C)                                                                       \
+    static inline V_##C fin_##C(V_##C v, V_##C a, V_##C c) { return VOP_##C(sub)(VOP_##C(mul)(v, a), c); }
+FIN_FNS(float)
+FIN_FNS(double)
+/* The sum of exp(b - m) over D lines of W, in W accumulators by k % W, then
+ * the tail's in order, the accumulators halved: expsum_*'s order, the
+ * contiguous rows' bits. The exps (or the x - m, dif) are transposed into
+ * the nr rows r, rs apart. */
+#define TEXPSUM(C)                                                                       \
+    NOINLINE static V_##C texpsum_##C(const C *b, int64_t D, V_##C m, bool dif, C *r, int64_t rs, int nr) { \
+        V_##C acc[W_##C], e[W_##C], st = VOP_##C(setzero)();                             \
+        for (int j = 0; j < W_##C; j++) acc[j] = st;                                     \
+        int64_t full = D - D % W_##C;                                                    \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            int j = (int)(k % W_##C);                                                    \
+            V_##C d = VOP_##C(sub)(VOP_##C(load)(b + k * W_##C), m), x = VEXP_##C(d);    \
+            if (k < full) acc[j] = VOP_##C(add)(acc[j], x);                              \
+            else st = VOP_##C(add)(st, x);                                               \
+            e[j] = dif ? d : x;                                                          \
+            if (j == W_##C - 1 || k == D - 1) tput_##C(e, r + k - j, rs, nr, j + 1);     \
+        }                                                                                \
+        for (int h = W_##C / 2; h; h /= 2)                                               \
+            for (int j = 0; j < h; j++) acc[j] = VOP_##C(add)(acc[j], acc[j + h]);       \
+        return VOP_##C(add)(st, acc[0]);                                                 \
+    }
+TEXPSUM(float)
+TEXPSUM(double)
+#define TP 8          /* blocks side by side: TP lines per page visited */
+#define PF_LINES 32   /* the first pass's prefetch distance, in lines */
+#define TBLOCK(tag, S, C, LS)                                                            \
+    /* the maxima of TP blocks of W rows side by side (rows of them), their lines \
+     * widened into b, block p's D lines of W at b + p * D * W: TP lines per \
+     * position k, in the same page (a page walk each) */                         \
+    NOINLINE static void tmax_##tag(const void *xv, int64_t es, int64_t D, int rows, void *bv, void *mo) { \
+        const S *x = xv;                                                                 \
+        C *b = bv;                                                                       \
+        V_##C m[TP];                                                                     \
+        for (int p = 0; p < TP; p++) m[p] = VOP_##C(set1)(-INFINITY);                   \
+        int np = (rows + W_##C - 1) / W_##C; /* (rows <= TP * W) */                      \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const S *r = x + k * es;                                                     \
+            if (k + PF_LINES < D)                                                        \
+                for (int p = 0; p < TP * W_##C; p += 64 / (int)sizeof(S))                \
+                    _mm_prefetch((const char *)(r + PF_LINES * es + p), _MM_HINT_T0);     \
+            _Pragma("GCC unroll 1") for (int p = 0; p < np; p++) {                       \
+                int nr = rows - p * W_##C;                                               \
+                V_##C v = nr >= W_##C ? LD_##tag(r + p * W_##C) : LDZ_##tag(TAIL(C, nr), r + p * W_##C); \
+                m[p] = VOP_##C(max)(v, m[p]);                                            \
+                VOP_##C(store)(b + (p * D + k) * W_##C, v);                              \
+            }                                                                            \
+        }                                                                                \
+        memcpy(mo, m, sizeof m);                                                         \
+    }                                                                                    \
+    /* one block (nr rows, max m, lines b) into the rows of y, ys apart: the \
+     * exps (softmax) or x - max (log_softmax) transposed into y (float32, \
+     * float64) or the rows buffer r (16-bit), then finished row by row in L2 */       \
+    NOINLINE static void tblock_##tag(const void *mv, void *yv, int64_t ys, int64_t D, int nr, bool logm, \
+                                      const void *bv, void *rv) {                         \
+        V_##C m = *(const V_##C *)mv;                                                    \
+        S *y = yv;                                                                       \
+        const C *b = bv;                                                                 \
+        C *r = rv;                                                                       \
+        bool direct = sizeof(S) == sizeof(C);                                            \
+        int64_t rs = direct ? ys : D;                                                    \
+        if (direct) r = (C *)(void *)y;                                                  \
+        C t[W_##C];                                                                      \
+        VOP_##C(storeu)(t, texpsum_##C(b, D, m, logm, r, rs, nr));                       \
+        for (int i = 0; i < nr; i++) { /* yr, cr: STORE_ROW has its own i */            \
+            C ls = logm ? LS(t[i]) : 0;                                                  \
+            V_##C a = VOP_##C(set1)(logm ? 1 : 1 / t[i]), c = VOP_##C(set1)(ls);          \
+            S *yr = y + i * ys;                                                          \
+            const C *cr = r + i * rs;                                                    \
+            STORE_ROW(tag, C, yr, D, C, cr, fin, a, c);                                  \
+        }                                                                                \
+    }
+TBLOCK(f32, float, float, logf)
+TBLOCK(f64, double, double, dlog)
+TBLOCK(f16, uint16_t, float, logf)
+TBLOCK(bf16, uint16_t, float, ls_bf16)
+/* The blocks: nu rows along the unit-stride dim, TP blocks of w rows at a
+ * time, for each of the nq rows of gi (input offsets) / go (output rows); ou:
+ * output rows between neighbours along the unit-stride dim; ss: the stored
+ * type's size. */
+typedef struct TBlockFns {
+    void (*max)(const void *x, int64_t es, int64_t D, int rows, void *b, void *m);
+    void (*block)(const void *m, void *y, int64_t ys, int64_t D, int nr, bool logm, const void *b, void *r);
+    int w;
+    size_t ss;
+} TBlockFns;
+SMALL static void tblocks(const TBlockFns *f, const char *x, const RowGeom *gi, const RowGeom *go, int64_t nq, int64_t nu,
+                    int64_t ou, int64_t es, char *y, int64_t D, bool logm, int nt, char *buf, size_t per) {
+    (void)nt;
+    int64_t w = f->w, nb = (nu + TP * w - 1) / (TP * w), n = nq * nb;
+    OMP_FOR_NT
+    for (int64_t v = 0; v < n; v++) {
+        int64_t q = v / nb, j = v % nb * TP * w;
+        char *b = buf + per * (size_t)thread_num();
+        int rows = nu - j < TP * w ? (int)(nu - j) : (int)(TP * w);
+        __m512 m[TP];
+        f->max(x + (rk_row_offset(gi, q) + j) * (int64_t)f->ss, es, D, rows, b, m);
+        for (int p = 0; p * w < rows; p++)
+            f->block(m + p, y + (rk_row_offset(go, q) + (j + p * w) * ou) * D * (int64_t)f->ss, ou * D, D,
+                     rows - p * w < w ? (int)(rows - p * w) : (int)w, logm, b + (size_t)(p * D) * 64,
+                     b + (size_t)(TP * D) * 64);
+    }
+}
+#define TFNS(tag, S, C) {tmax_##tag, tblock_##tag, W_##C, sizeof(S)}
+static const TBlockFns tfns[4] = {TFNS(f32, float, float), TFNS(f64, double, double), TFNS(f16, uint16_t, float),
+                                  TFNS(bf16, uint16_t, float)};
 #else
 /* Portable rows: the max in LANES running maxima, vmath.h's exp-and-sum, the
  * scaling; 16-bit rows widened into b, computed there, narrowed. */
@@ -303,4 +468,33 @@ bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, v
     else rows_bf16(x, g, es, y, outer, D, logm, nt, buf, eb, per);
     free(buf);
     return true;
+}
+
+#define TBLOCK_MAX_D 8192 /* longer rows: slower than the copy (measured) */
+
+SMALL int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y, int64_t D, bool logm,
+                           int nt) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+    int u = -1, w = dt == CT_FLOAT64 ? 8 : 16;
+    for (int k = 0; k < g->nd; k++)
+        if (g->stride[k] == 1) u = k;
+    if (u < 0 || g->size[u] < w || D > TBLOCK_MAX_D) return 0;
+    RowGeom gi, go; /* g without u: input offsets, output rows */
+    int64_t a = 1, ou = 1; /* a: output rows between neighbours along dim k */
+    for (int k = g->nd - 1; k >= 0; a *= g->size[k--]) {
+        int n = k - (k > u);
+        if (k == u) ou = a;
+        else gi.size[n] = go.size[n] = g->size[k], gi.stride[n] = g->stride[k], go.stride[n] = a;
+    }
+    gi.nd = go.nd = g->nd - 1;
+    size_t per = round64((size_t)D * 64 * (TP + 1)); /* the lines; 16-bit: the rows */
+    char *buf = aligned_alloc(64, per * (size_t)nt);
+    if (!buf) return -1;
+    tblocks(&tfns[dt == CT_FLOAT32 ? 0 : dt == CT_FLOAT64 ? 1 : dt == CT_FLOAT16 ? 2 : 3], x, &gi, &go, a / g->size[u], g->size[u], ou, es, y, D, logm, nt, buf, per);
+    free(buf);
+    return 1;
+#else
+    (void)dt, (void)x, (void)g, (void)es, (void)y, (void)D, (void)logm, (void)nt;
+    return 0;
+#endif
 }
