@@ -89,7 +89,8 @@ static inline int64_t rk_row_offset(const RowGeom *g, int64_t o) {
  * of D) of x (dtype dt: float32, float64, float16, bfloat16) whose rows g
  * describes, their elements es apart: read in place when es is 1, else
  * gathered row by row (no full copy); 16-bit rows are computed in float32 and
- * rounded once. false: out of memory. */
+ * rounded once (bfloat16 log_softmax also rounds the row's sum and its log to
+ * bfloat16 first, as torch 1.13 does). false: out of memory. */
 CT_INTERNAL bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y,
                                  int64_t outer, int64_t D, bool logm, int nt);
 /* as softmax_lastdim, for rows far apart (es elements, a transpose's) of
