@@ -842,7 +842,13 @@ int fwd_norm(int op, const OpArgs *a, TensorImpl **out) {
     bool mask[CT_MAX_DIMS], keepdim;
     if (parse_list("norm", a, mask, &keepdim) < 0) return -1;
     double p = a->s[0];
-    if (isinf(p) && p < 0 && check_nonempty("linalg.vector_norm", t, mask) < 0) return -1;
+    bool empty = false;
+    for (int d = 0; d < t->ndim; d++) empty |= mask[d] && t->sizes[d] == 0;
+    if (isinf(p) && p < 0 && empty) { /* min |x| of nothing: torch.norm gives 0, as for +inf */
+        int64_t shape[CT_MAX_DIMS];
+        int n = reduced_shape(t, mask, keepdim, shape);
+        ONE(c10_full(shape, n, 0, t->dtype, t->device));
+    }
     RCtx c = {.fin = FIN_NORM, .p = p};
     ONE(reduce_into(t, mask, keepdim, t->dtype, RK_NORM, &c));
 }

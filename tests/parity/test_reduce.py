@@ -297,6 +297,23 @@ def test_var_std_norm(dtype):
                                         what=f"norm {p} {dtype} {shape} {lay} {dims}: ")
 
 
+def test_norm_of_empty_dims():
+    """torch.norm of an empty dim is 0 for every p, +-inf included (min |x| and
+    max |x| of nothing); ct_norm mirrors torch.norm, on CPU and meta alike."""
+    for shape, dims in [((2, 0), (1,)), ((0, 3), (0,)), ((0,), ()), ((2, 0, 3), (1, 2))]:
+        x = torch.zeros(shape, dtype=F32)
+        da, nd = dims_arr(dims)
+        for p in (float("inf"), float("-inf"), 2.0, 1.0, 0.0):
+            for k in (False, True):
+                want = torch.norm(x, p=p, dim=list(dims), keepdim=k) if dims else torch.norm(x, p=p)
+                if not dims and k:
+                    continue
+                got = ct.check(lib.ct_norm(ct.from_torch(x), p, da, nd, k))
+                ct.assert_close(got, want, what=f"norm {p} of {shape} over {dims}: ")
+                meta = ct.check(lib.ct_empty_on(ct.i64(shape), len(shape), ct.CT_FLOAT32, ct.CT_META))
+                assert tuple(ct.shape(ct.check(lib.ct_norm(meta, p, da, nd, k)))) == tuple(want.shape)
+
+
 def test_var_errors():
     x = rand((3,), torch.int64)
     ct.assert_error(lib.ct_var(ct.from_torch(x), None, 0, 1.0, False), ct.torch_error(lambda: torch.var(x)))
