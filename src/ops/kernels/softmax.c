@@ -175,6 +175,10 @@ STORE_FNS(double)
         for (; i + W_##C <= n; i += W_##C) ST_##tag(y + i, F##_##C(LD_##L(src + i), a, c)); \
         if (i < n) STM_##tag(y + i, TAIL(C, n - i), F##_##C(LDZ_##L(TAIL(C, n - i), src + i), a, c)); \
     } while (0)
+/* The stored types: tag, stored type, compute type, the log of a row's sum */
+#define STORED_TYPES(X)                                                          \
+    X(f32, float, float, logf) X(f64, double, double, dlog) X(f16, uint16_t, float, logf) \
+    X(bf16, uint16_t, float, ls_bf16)
 #define ROW(tag, S, C, LS)                                                               \
     static inline C max_##tag(const S *x, int64_t n) {                                   \
         V_##C m0 = VOP_##C(set1)(-INFINITY), m1 = m0, m2 = m0, m3 = m0;                  \
@@ -220,10 +224,7 @@ STORE_FNS(double)
             STORE_ROW(tag, C, y, n, C, b, scale, a, a);                             \
         }                                                                                \
     }
-ROW(f32, float, float, logf)
-ROW(f64, double, double, dlog)
-ROW(f16, uint16_t, float, logf)
-ROW(bf16, uint16_t, float, ls_bf16)
+STORED_TYPES(ROW)
 
 /* Blocks of W adjacent rows of a transposed view (the rows one element apart,
  * their elements es apart), one lane per row, TP blocks side by side: TP
@@ -350,10 +351,7 @@ TEXPSUM(double)
             STORE_ROW(tag, C, yr, D, C, cr, fin, a, c);                                  \
         }                                                                                \
     }
-TBLOCK(f32, float, float, logf)
-TBLOCK(f64, double, double, dlog)
-TBLOCK(f16, uint16_t, float, logf)
-TBLOCK(bf16, uint16_t, float, ls_bf16)
+STORED_TYPES(TBLOCK)
 /* The blocks: nu rows along the unit-stride dim, TP blocks of w rows at a
  * time, for each of the nq rows of gi (input offsets) / go (output rows); ou:
  * output rows between neighbours along the unit-stride dim; ss: the stored
