@@ -157,3 +157,50 @@ def test_threads_identical(dtype):
                 assert torch.equal(a, b), f"{name} [{rows}, {cols}]: 1 and 2 threads differ"
     finally:
         lib.ct_set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=IDS)
+def test_row_splits(dtype):
+    """Fewer column blocks than 8: the rows are summed in up to 8 splits of 64
+    rows or more (reduce.c's run_outer), each started mid-tensor (row_seek),
+    added in order. Row counts around the split sizes, widths 1..4100, two
+    reduced dims whose splits start inside the outer one, permuted views; NaN /
+    inf in the first and last rows, int64 wrap across splits: torch's bits."""
+    cases = [(128, 33), (129, 1), (200, 256), (511, 17), (640, 4100), (1000, 64), (4099, 40)]
+    for rows, cols in cases:
+        x = exact(rows, cols, dtype)
+        h = ct.from_torch(x)
+        for name, v, d in layouts(x):
+            hv = ct.check(lib.ct_t(h)) if d == -1 else h
+            da, nd = dims(d)
+            same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), f"{name} [{rows}, {cols}]")
+    x = exact(9 * 70, 130, dtype).view(9, 70, 130)
+    hx = ct.from_torch(x)
+    for perm, rd in (([0, 1, 2], [0, 1]), ([1, 0, 2], [0, 1]), ([2, 1, 0], [1, 2])):
+        h = ct.check(lib.ct_permute(hx, ct.i32(perm), 3))
+        v = x.permute(perm)
+        same(ct.check(lib.ct_sum_dims(h, ct.i32(rd), 2, False)), v.sum(rd), f"sum{rd} of {tuple(v.stride())}")
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+def test_row_splits_nan_inf(dtype):
+    x = exact(1000, 70, dtype)
+    x[0, 1] = x[999, 2] = float("nan")
+    x[0, 3], x[999, 3] = float("inf"), float("-inf")
+    x[500, 4] = x[998, 4] = float("inf")
+    h = ct.from_torch(x)
+    for name, v, d in layouts(x):
+        hv = ct.check(lib.ct_t(h)) if d == -1 else h
+        da, nd = dims(d)
+        same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), name)
+
+
+def test_row_splits_int_wrap():
+    """int64 partial sums wrap within one split and the splits' sum wraps again"""
+    x = torch.full((1000, 70), 2**62 + 12345, dtype=torch.int64)
+    x[::5] = torch.iinfo(torch.int64).min + 7
+    h = ct.from_torch(x)
+    for name, v, d in layouts(x):
+        hv = ct.check(lib.ct_t(h)) if d == -1 else h
+        da, nd = dims(d)
+        same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), name)
