@@ -376,8 +376,8 @@ static rk_rows_fn outer_rows(const RPlan *pl, bool *direct, int *group) {
     return f ? f : rk_sum_rows(ct_dtype_of_compute[pl->ct], 1, group);
 }
 
-/* the reduced position r's row (row-major over the reduced dims) */
-static const char *row_seek(const RPlan *pl, int64_t r, int64_t *idx, const char *ptr) {
+/* the reduced position r's row (row-major over the reduced dims); once per unit */
+static __attribute__((noinline)) const char *row_seek(const RPlan *pl, int64_t r, int64_t *idx, const char *ptr) {
     for (int d = pl->nr - 1; d >= 0; d--) {
         idx[d] = r % pl->rs[d];
         r /= pl->rs[d];
@@ -410,7 +410,8 @@ static const char *row_seek(const RPlan *pl, int64_t r, int64_t *idx, const char
         for (int64_t j = 0; j < bl; j++) acc[j] = 0, part[j] = 0;                        \
         int64_t idx[CT_MAX_DIMS], pidx[CT_MAX_DIMS];                                     \
         const char *base = pl->in + kept_offset(pl, ko * m) + j0 * kst;                  \
-        const char *ptr = row_seek(pl, r0, idx, base), *pf = row_seek(pl, r0, pidx, base); \
+        const char *ptr = row_seek(pl, r0, idx, base), *pf = ptr;                        \
+        memcpy(pidx, idx, sizeof idx);                                                   \
         for (int k = 0; k < g; k++) row_next(pl, pidx, &pf);                             \
         const void *rows[8], *next[8];                                                   \
         int nrows = 0, groups = 0;                                                       \
