@@ -204,3 +204,129 @@ def test_row_splits_int_wrap():
         hv = ct.check(lib.ct_t(h)) if d == -1 else h
         da, nd = dims(d)
         same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), name)
+
+
+# ---- the other reductions across rows (reduce.c's run_outer_any) ----
+from ctypes import c_double  # noqa: E402
+
+ct.declare("ct_amax", T, [T, ct.INTP, c_int, c_bool])
+ct.declare("ct_amin", T, [T, ct.INTP, c_int, c_bool])
+ct.declare("ct_prod_dim", T, [T, c_int, c_bool])
+ct.declare("ct_var", T, [T, ct.INTP, c_int, c_double, c_bool])
+ct.declare("ct_std", T, [T, ct.INTP, c_int, c_double, c_bool])
+ct.declare("ct_norm", T, [T, c_double, ct.INTP, c_int, c_bool])
+ct.declare("ct_logsumexp", T, [T, ct.INTP, c_int, c_bool])
+ct.declare("ct_all_dims", T, [T, ct.INTP, c_int, c_bool])
+ct.declare("ct_any_dims", T, [T, ct.INTP, c_int, c_bool])
+ct.declare("ct_max_dim", c_int, [T, c_int, c_bool, ct.TP, ct.TP])
+ct.declare("ct_min_dim", c_int, [T, c_int, c_bool, ct.TP, ct.TP])
+ct.declare("ct_argmax", T, [T, c_bool, c_int, c_bool])
+ct.declare("ct_argmin", T, [T, c_bool, c_int, c_bool])
+# rows: a single block and split; widths around the 512-column blocks
+SHAPES = [(5, 9), (70, 33), (130, 513), (1000, 64), (333, 1100), (4099, 12)]
+
+
+def outer_ops(dtype):
+    """(name, ctorch fn of (handle, dim), torch fn of (view, dim), exact)"""
+    import ctypes
+    fl = dtype.is_floating_point
+    a = lambda f: (lambda h, d: ct.check(getattr(lib, f)(h, ct.i32([d]), 1, False)))  # noqa: E731
+
+    def pair(f, which):
+        def run(h, d):
+            v, i = c_void_p(), c_void_p()
+            ct.check_int(getattr(lib, f)(h, d, False, ctypes.byref(v), ctypes.byref(i)))
+            return (v, i)[which].value
+        return run
+    yield "amax", a("ct_amax"), lambda x, d: x.amax(d), True
+    yield "amin", a("ct_amin"), lambda x, d: x.amin(d), True
+    yield "max values", pair("ct_max_dim", 0), lambda x, d: x.max(d).values, True
+    yield "max indices", pair("ct_max_dim", 1), lambda x, d: x.max(d).indices, True
+    yield "min indices", pair("ct_min_dim", 1), lambda x, d: x.min(d).indices, True
+    yield "argmax", lambda h, d: ct.check(lib.ct_argmax(h, True, d, False)), lambda x, d: x.argmax(d), True
+    yield "argmin", lambda h, d: ct.check(lib.ct_argmin(h, True, d, False)), lambda x, d: x.argmin(d), True
+    yield "all", a("ct_all_dims"), lambda x, d: x.all(d), True
+    yield "any", a("ct_any_dims"), lambda x, d: x.any(d), True
+    if dtype not in (torch.float16, torch.bfloat16, torch.bool):
+        yield "prod", lambda h, d: ct.check(lib.ct_prod_dim(h, d, False)), lambda x, d: x.prod(d), not fl
+    if fl:
+        for corr in (0, 1):
+            yield f"var{corr}", lambda h, d, c=corr: ct.check(lib.ct_var(h, ct.i32([d]), 1, c_double(c), False)), \
+                lambda x, d, c=corr: x.double().var(d, correction=c).to(x.dtype), False
+        yield "std", lambda h, d: ct.check(lib.ct_std(h, ct.i32([d]), 1, c_double(1), False)), \
+            lambda x, d: x.double().std(d).to(x.dtype), False
+        yield "logsumexp", a("ct_logsumexp"), lambda x, d: x.double().logsumexp(d).to(x.dtype), False
+        for p in (0.0, 1.0, 2.0, 3.0, float("inf"), float("-inf")):
+            yield f"norm{p}", lambda h, d, p=p: ct.check(lib.ct_norm(h, c_double(p), ct.i32([d]), 1, False)), \
+                lambda x, d, p=p: torch.linalg.vector_norm(x.double(), ord=p, dim=d).to(x.dtype), False
+
+
+def check_outer(x, what):
+    h = ct.from_torch(x)
+    for name, v, d in layouts(x):
+        hv = ct.check(lib.ct_t(h)) if d == -1 else h
+        for op, cfn, tfn, exact_ in outer_ops(x.dtype):
+            try:
+                want = tfn(v, d)
+            except RuntimeError:  # argmax of bool: torch has no kernel (errors are tested elsewhere)
+                continue
+            got = cfn(hv, d)
+            if exact_ or want.dtype in (torch.int64, torch.bool):
+                same(got, want, f"{what} {name} {op}")
+            else:
+                ct.assert_close(got, want, rtol=tol(want.dtype) * 10, atol=tol(want.dtype) * 10,
+                                what=f"{what} {name} {op}: ")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS, ids=IDS)
+def test_outer_other_reductions(dtype):
+    """amax amin max / min (values, first indices) argmax argmin all any prod
+    var std logsumexp norm (p 0 1 2 3 inf -inf) across rows: x(0) and
+    x.t()(-1) against torch; small integer values (ties across splits)"""
+    for rows, cols in SHAPES:
+        x = exact(rows, cols, dtype)
+        if dtype.is_floating_point:
+            x = x / 2  # products of up to 4099 terms stay finite: |x| <= 1
+        check_outer(x, f"[{rows}, {cols}]")
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+def test_outer_other_reductions_nan_inf(dtype):
+    x = exact(1000, 70, dtype) / 2
+    x[0, 1] = x[999, 2] = float("nan")
+    x[500, 2] = x[3, 3] = float("nan")
+    x[0, 4], x[999, 4] = float("inf"), float("-inf")
+    x[600, 5] = x[998, 5] = float("inf")
+    x[:, 6] = float("-inf")
+    x[:, 7] = 0.0
+    x[::2, 7] = -0.0
+    check_outer(x, "NaN / inf")
+
+
+def test_outer_other_reductions_multi_dim():
+    """two reduced dims whose splits start inside the outer one, permuted"""
+    x = (torch.randint(-8, 9, (9, 70, 130), generator=GEN).double() / 8)
+    hx = ct.from_torch(x)
+    for perm, rd in (([0, 1, 2], [0, 1]), ([1, 0, 2], [0, 1]), ([2, 1, 0], [1, 2])):
+        h = ct.check(lib.ct_permute(hx, ct.i32(perm), 3))
+        v = x.permute(perm)
+        for f, tf in (("ct_amax", torch.amax), ("ct_amin", torch.amin), ("ct_logsumexp", torch.logsumexp)):
+            ct.assert_close(ct.check(getattr(lib, f)(h, ct.i32(rd), 2, False)), tf(v, rd), rtol=1e-12, atol=1e-12,
+                            what=f"{f}{rd} of {tuple(v.stride())}: ")
+        ct.assert_close(ct.check(lib.ct_var(h, ct.i32(rd), 2, c_double(1), False)), v.var(rd), rtol=1e-12,
+                        atol=1e-12, what=f"var{rd}: ")
+
+
+def test_outer_var_far_from_zero():
+    """var across rows of values 1e4 + noise 1e-2 (cancellation: the squares
+    are taken about the mean, which is summed in double): float32 within a few
+    ulps of the exact variance of its inputs, float64 within 1e-9"""
+    for dtype in (torch.float32, torch.float64):
+        x = (1e4 + torch.randn(3000, 70, generator=GEN, dtype=torch.float64) * 1e-2).to(dtype)
+        h = ct.from_torch(x)
+        for name, v, d in layouts(x):
+            hv = ct.check(lib.ct_t(h)) if d == -1 else h
+            want = v.double().var(d)
+            got = ct.to_torch(ct.check(lib.ct_var(hv, ct.i32([d]), 1, c_double(1), False))).double()
+            bound = 1e-6 if dtype == torch.float32 else 1e-9
+            assert ((got - want).abs() <= bound * want).all(), f"{dtype} {name}: {(got - want).abs().max()}"
