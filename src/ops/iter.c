@@ -682,16 +682,17 @@ static int64_t tile_count(const Plan *pl) {
 static void tile_rows(const Plan *pl, char *const *ptr, char *const *tile, const int64_t *ahead, int64_t m0,
                       int64_t m1, ew_kernel kernel, const double *s) {
     char *p[MAXOPS];
-    int64_t step[MAXOPS], pf[MAXOPS], nb = m0 * (int64_t)c10_elsize[pl->dtype[0]];
+    int64_t step[MAXOPS], pf[MAXOPS], nb[MAXOPS]; /* nb: a row's bytes */
     for (int k = 0; k < pl->nops; k++) {
+        nb[k] = m0 * (int64_t)c10_elsize[pl->want[k]];
         p[k] = tile[k] ? tile[k] : ptr[k];
-        step[k] = tile[k] ? m0 * (int64_t)c10_elsize[pl->want[k]] : pl->stride[k][1];
+        step[k] = tile[k] ? nb[k] : pl->stride[k][1];
         pf[k] = tile[k] ? 0 : ahead[k];
     }
     for (int64_t j = 0; j < m1; j++) {
-        if (pf[0]) PREFETCH(p[0] + pf[0], nb, 1);
+        if (pf[0]) PREFETCH(p[0] + pf[0], nb[0], 1);
         for (int k = 1; k < pl->nops; k++)
-            if (pf[k]) PREFETCH(p[k] + pf[k], nb, 0);
+            if (pf[k]) PREFETCH(p[k] + pf[k], nb[k], 0);
         kernel(m0, p, s);
         for (int k = 0; k < pl->nops; k++) p[k] += step[k];
     }

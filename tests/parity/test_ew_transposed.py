@@ -11,7 +11,8 @@ sliced 3-d views, alpha, in-place forms with a transposed self or other, and
 sizes that split over two threads.
 
 exp and sigmoid of int32 / int64 take the integers themselves (blocks of 128
-converted in L1) and give float32: checked bit for bit against the float32
+converted in L1) and give float32 (sqrt, rsqrt and reciprocal, through the
+engine's conversion, alongside): checked bit for bit against the float32
 path they replace (ctorch's exp of the input converted to float32), within
 float32's rounding of torch, with torch's output layout (a non-dense input
 gives a dense output in its dim order), over lengths around the blocks,
@@ -31,15 +32,14 @@ ct.declare("ct_add", T, [T, T])
 ct.declare("ct_add_", c_int, [T, T])
 ct.declare("ct_add_alpha", T, [T, T, c_double])
 ct.declare("ct_add_alpha_", c_int, [T, T, c_double])
-ct.declare("ct_sub", T, [T, T])
-ct.declare("ct_mul", T, [T, T])
-for _n in ("exp", "sigmoid", "sqrt"):
+INT_FNS = ["exp", "sigmoid", "sqrt", "rsqrt", "reciprocal"]
+for _n in INT_FNS:
     ct.declare("ct_" + _n, T, [T])
     ct.declare("ct_" + _n + "_", c_int, [T])
 ct.declare("ct_to_dtype", T, [T, c_int])
 
-pytestmark = ct.requires("ct_add", "ct_add_", "ct_add_alpha", "ct_add_alpha_", "ct_exp", "ct_exp_", "ct_sigmoid",
-                         "ct_sigmoid_", "ct_to_dtype")
+pytestmark = ct.requires("ct_add", "ct_add_", "ct_add_alpha", "ct_add_alpha_", "ct_to_dtype",
+                         *["ct_" + n + s for n in INT_FNS for s in ("", "_")])
 
 SIX = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64]
 OTHERS = [torch.int8, torch.uint8, torch.int16, torch.bool]
@@ -147,7 +147,7 @@ def int_values(shape, dtype, seed):
     """integers of every size: small ones (finite exp), and ones past 2^24
     where the float32 conversion rounds (sigmoid 0 or 1, exp 0 or inf)."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randint(-90, 90, shape, generator=g).to(dtype)
+    x = torch.randint(-90, 90, shape, generator=g).to(dtype)  # with zeros: 1 / 0, rsqrt(0)
     flat = x.view(-1) if x.is_contiguous() else None
     if flat is not None and flat.numel() > 6:
         big = [2 ** 24 + 1, -(2 ** 24) - 3, 2 ** 31 - 1, -(2 ** 31)]
@@ -165,7 +165,7 @@ def float_path(fn, x):
     return ct.to_torch(ct.check(getattr(lib, "ct_" + fn)(hf)))
 
 
-@pytest.mark.parametrize("fn", ["exp", "sigmoid"])
+@pytest.mark.parametrize("fn", INT_FNS)
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=IDS)
 def test_float_unary_of_ints(fn, dtype):
     lengths = [0, 1, 2, 15, 16, 17, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025, 5000, 40000]
@@ -182,7 +182,7 @@ def test_float_unary_of_ints(fn, dtype):
         assert torch.equal(got.view(torch.int32), ref.view(torch.int32)), f"{fn} {tuple(x.shape)}: not the float32 path"
 
 
-@pytest.mark.parametrize("fn", ["exp", "sigmoid"])
+@pytest.mark.parametrize("fn", INT_FNS)
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64], ids=IDS)
 def test_float_unary_of_ints_inplace_errors(fn, dtype):
     x = int_values((5, 7), dtype, 6)
