@@ -348,6 +348,36 @@ static inline __attribute__((always_inline)) void run16(int64_t n, char **p, con
 FUSED_ROWS(FUSED_KERNELS)
 HAND_KERNELS(HAND16)
 
+/* ---- exp and sigmoid of int32 and int64: float32 results ----
+ * Through the float32 kernel, the engine converts 1,024 integers at a time
+ * into a buffer and then runs the kernel over it: two passes, the reads of
+ * the conversion not overlapped with the kernel's work. These take the
+ * integers themselves, IB at a time: converted into a block that stays in L1
+ * (one rounding, as c10_convert's), then the float32 array function. Bit for
+ * bit the old path. 128: as engine steps, the fastest of 32 to 1,024 (exp of
+ * [4096, 4096] int32, 1 thread: 7.6 ms by 1,024, 5.2 by 128, 5.7 by 64). */
+#define IB 128
+static __attribute__((noinline)) void run_int(int64_t n, char **p, const double *s, bool wide, ew_kernel f32) {
+    _Alignas(64) float v[IB];
+    for (int64_t i = 0; i < n; i += IB) {
+        int64_t m = n - i < IB ? n - i : IB;
+        if (wide)
+            for (int64_t j = 0; j < m; j++) v[j] = (float)((const int64_t *)p[1])[i + j];
+        else
+            for (int64_t j = 0; j < m; j++) v[j] = (float)((const int32_t *)p[1])[i + j];
+        char *q[2] = {(char *)((float *)p[0] + i), (char *)v};
+        f32(m, q, s);
+    }
+}
+/* The rows that get them, with their float32 kernels. Not sqrt, rsqrt and
+ * reciprocal: int32 10% slower than the engine's two passes, int64 10% faster
+ * (1 thread, [4096, 4096]); log, tanh and the other libm rows: no change. */
+#define INT_ROWS(X) X(exp, h_exp_f32) X(sigmoid, h_sigmoid_f32)
+#define KINT(name, f32)                                                          \
+    static void ki_##name##_i32(int64_t n, char **p, const double *s) { run_int(n, p, s, false, f32); } \
+    static void ki_##name##_i64(int64_t n, char **p, const double *s) { run_int(n, p, s, true, f32); }
+INT_ROWS(KINT)
+
 /* The rows' stamped kernels, then the hand-written ones over them. */
 #if defined(__clang__)
 #pragma clang diagnostic push
@@ -370,8 +400,10 @@ static const KernelTable kernels[OP_COUNT] = {
 #define HAND16_ENTRY(name, TT, dt, fn) HAND16_ENTRY_##TT(name)
 #define HAND16_ENTRY_f32 ENTRIES16
 #define HAND16_ENTRY_f64(name)
+#define KINT_ENTRY(name, f32) [OP_##name][CT_INT32] = ki_##name##_i32, [OP_##name][CT_INT64] = ki_##name##_i64,
     FUSED_ROWS(ENTRIES16)
     HAND_KERNELS(HAND16_ENTRY)
+    INT_ROWS(KINT_ENTRY)
 };
 #if defined(__clang__)
 #pragma clang diagnostic pop
@@ -470,8 +502,8 @@ int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
     if (kname && !c10_is_float(dt))
         return c10_error_int("\"%s\" not implemented for '%s'", kname, c10_dtype_cname(dt));
     switch (kinds[op]) {
-    case K_FLOAT:
-        if (!c10_is_float(dt)) result = compute = CT_FLOAT32;
+    case K_FLOAT: /* integers: float32, converted by the engine or a kernel of theirs (INT_ROWS) */
+        if (!c10_is_float(dt)) result = CT_FLOAT32, compute = kernels[op][dt] ? dt : CT_FLOAT32;
         break;
     case K_ALL:
         if (dt == CT_BOOL) {
@@ -499,7 +531,7 @@ int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
         result = CT_BOOL;
         break;
     }
-    oc = result == CT_BOOL ? CT_BOOL : compute;
+    oc = result == CT_BOOL || !c10_is_float(compute) ? result : compute;
     return run(op, a, out, 1, result, compute, oc, kernels[op][compute]);
 }
 
