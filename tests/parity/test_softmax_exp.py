@@ -2,9 +2,12 @@
 vm_expf16_tab, a 16-entry table and a cubic, and vm_exp8_le; both without the
 upper clamp, as x - max <= 0): the exp itself, read off rows [0, d] whose sum
 rounds to 1 (so y[1] is exp(d) as computed), to 1 ulp of the double exp (float64:
-1.5, the reference's own rounding) over d's whole range (each table entry, the subnormal results, 0); and rows whose
-x - max spans [-110, 0] in every dtype, odd lengths (masked tails), with -inf,
-+inf, NaN and all -inf rows, against torch within test_softmax_rows.py's bounds."""
+1.5, the reference's own rounding) over d's whole range (each table entry, the
+subnormal results, 0); and rows whose x - max spans [-110, 0] in every dtype,
+odd lengths (masked tails), with -inf, +inf, NaN and all -inf rows, against
+torch within test_softmax_rows.py's bounds, and as ::2 and ::3 slices (gathered
+rows, the next one prefetched as it is read) bit for bit the contiguous rows'
+results."""
 import math
 from ctypes import c_int
 
@@ -14,6 +17,7 @@ torch = pytest.importorskip("torch")
 
 import ctorch_ffi as ct  # noqa: E402
 from test_softmax_rows import check16, fn_pair, ordered  # noqa: E402
+from test_softmax_transposed import BITS  # noqa: E402
 
 ct.declare("ct_softmax", ct.T, [ct.T, c_int])
 ct.declare("ct_log_softmax", ct.T, [ct.T, c_int])
@@ -66,6 +70,11 @@ def test_wide_rows(dtype, log):
         x = spans(n, 64, g, dtype)
         what = f"{dtype} n={n}"
         got = ct.to_torch(ct.check(ct_fn(ct.from_torch(x), -1)))
+        for es in (2, 3):  # ::2 and ::3 slices: rows gathered, the next one prefetched
+            w = torch.zeros(x.shape[0], n * es, dtype=dtype)
+            w[:, ::es] = x
+            gs = ct.to_torch(ct.check(ct_fn(ct.from_torch(w[:, ::es]), -1)))
+            assert torch.equal(gs.view(BITS[dtype]), got.view(BITS[dtype])), f"{what} ::{es}: not the contiguous bits"
         if dtype in (torch.float16, torch.bfloat16):
             check16(got, x, log, what)
             continue
