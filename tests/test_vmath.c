@@ -66,6 +66,22 @@ DEF_FNF(expf, vm_expf)
     }
 DEF_ARR(expf_n, float, vm_expf_n)
 DEF_ARR(exp_d_n, double, vm_exp_d_n)
+#ifdef __AVX512F__
+/* softmax's exps (no upper clamp: clamped here at 100, as x - max <= 0 never needs) */
+static inline __m512 expf16_tab(__m512 x) { return vm_expf16_tab(_mm512_min_ps(_mm512_set1_ps(100.0f), x)); }
+static inline __m512d exp8_le(__m512d x) { return vm_exp8_le(_mm512_min_pd(_mm512_set1_pd(710.0), x)); }
+#define MAP16(name, T, W, M, vf, ps)                                                       \
+    static void name(T *y, const T *x, int64_t n) {                                        \
+        for (int64_t i = 0; i < n; i += W) {                                               \
+            M k = (M)(n - i >= W ? (1u << W) - 1 : (1u << (n - i)) - 1);                   \
+            _mm512_mask_storeu_##ps(y + i, k, vf(_mm512_maskz_loadu_##ps(k, x + i)));      \
+        }                                                                                  \
+    }
+MAP16(expf_tab_n, float, 16, __mmask16, expf16_tab, ps)
+MAP16(exp8_le_n, double, 8, __mmask8, exp8_le, pd)
+DEF_ARR(expf_tab, float, expf_tab_n)
+DEF_ARR(exp_le, double, exp8_le_n)
+#endif
 
 typedef struct {
     const char *name;
@@ -79,6 +95,9 @@ static const Fn EXP = FN(exp, expl, 53), LOG = FN(log, logl, 53), TANH = FN(tanh
                 LOG1P = FN(log1p, log1pl, 53), EXPM1 = FN(expm1, expm1l, 53), ERF = FN(erf, erfl, 53),
                 EXPM1F = FN(expm1f, expm1l, 24), ERFF = FN(erff, erfl, 24), LOG1PF = FN(log1pf, log1pl, 24), EXPF = FN(expf, expl, 24), EXPF_N = FN(expf_n, expl, 24),
                 EXP_D_N = FN(exp_d_n, expl, 53);
+#ifdef __AVX512F__
+static const Fn EXPF_TAB = FN(expf_tab, expl, 24), EXP_LE = FN(exp_le, expl, 53);
+#endif
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 static uint64_t next_u64(void) { /* splitmix64 */
@@ -192,6 +211,10 @@ static void expf_cases(const Fn *f) {
 }
 TEST(exp_f) { expf_cases(&EXPF); }
 TEST(exp_f_n) { expf_cases(&EXPF_N); }
+#ifdef __AVX512F__
+TEST(exp_f_tab) { expf_cases(&EXPF_TAB); }
+TEST(exp_d_le) { exp_d_cases(&EXP_LE); }
+#endif
 
 /* the exp-and-sum of softmax: each y[i] is the array exp of x[i] - m (rounded
  * in T), the sum within n + 2 roundings of the long double sum of the y */
@@ -311,6 +334,10 @@ int main(void) {
     RUN(exp_d_n);
     RUN(exp_f);
     RUN(exp_f_n);
+#ifdef __AVX512F__
+    RUN(exp_f_tab);
+    RUN(exp_d_le);
+#endif
     RUN(exp_f_sum);
     RUN(exp_d_sum);
     RUN(log_d);

@@ -82,7 +82,7 @@ static inline int64_t row_off(const RowGeom *g, int64_t o) {
 #define GATHER(T)                                                                        \
     static inline const T *gather_##T(T *restrict b, const T *restrict r, int64_t es, int64_t n) { \
         if (es == 2) /* a ::2 slice: a constant stride vectorises (permutes) */          \
-            for (int64_t i = 0; i < n; i++) b[i] = r[2 * i];                             \
+            for (int64_t i = 0; i < n; i++) b[i] = r[2 * i];                                         \
         else                                                                             \
             for (int64_t i = 0; i < n; i++) b[i] = r[i * es];                            \
         return b;                                                                        \
@@ -119,8 +119,10 @@ static inline float ls_bf16(float s) { return round_bf16(logf(round_bf16(s))); }
 #define W_double 8
 #define VOP_float(op) _mm512_##op##_ps
 #define VOP_double(op) _mm512_##op##_pd
-#define VEXP_float vm_expf16
-#define VEXP_double vm_exp8
+/* exps of x - max <= 0: vmath.h's without the upper clamp (the float one with
+ * fewer multiplies) */
+#define VEXP_float vm_expf16_tab
+#define VEXP_double vm_exp8_le
 /* per stored type: LD, W elements widened to C; LDZ, the first under mask k
  * (zeros after); ST, STM (under k): narrowed from C */
 #define LOADS(tag, T, ps)                                                                \
@@ -193,13 +195,19 @@ STORE_FNS(double)
         m0 = VOP_##C(mask_max)(m0, TAIL(C, n - i), LDZ_##tag(TAIL(C, n - i), x + i), m0); \
         return VOP_##C(reduce_max)(VOP_##C(max)(VOP_##C(max)(m0, m1), VOP_##C(max)(m2, m3))); \
     }                                                                                    \
-    /* the sum of exp(x - m), each stored in b unless NULL; the tail's added in \
-     * order first (vmath.h's vm_exp*_sum_n order: a short row's sum is torch's) */ \
-    static inline C expsum_##tag(const S *x, C *b, C m, int64_t n, const S *next) {      \
+    /* the sum of exp(x - m), each stored in b unless NULL; the tail's added in           \
+     * order first (vmath.h's vm_exp*_sum_n order: a short row's sum is torch's).         \
+     * A line per vector is prefetched of next, the next row (elements es apart:          \
+     * a gathered row's too, 25% on 16-bit ::2 slices), and for writing of wy             \
+     * (log_softmax: y's row, written by the last pass), whose reads for                  \
+     * ownership then overlap the exps (5-25% on log_softmax; softmax, whose              \
+     * exps go to y, gained nothing) */                                                   \
+    static inline C expsum_##tag(const S *x, C *b, C m, int64_t n, const S *next, int64_t es, const S *wy) { \
         V_##C vm = VOP_##C(set1)(m), acc = VOP_##C(setzero)();                           \
         int64_t i = 0;                                                                   \
         for (; i + W_##C <= n; i += W_##C) {                                             \
-            if (next) _mm_prefetch((const char *)(next + i), _MM_HINT_T0);               \
+            if (next) _mm_prefetch((const char *)(next + i * es), _MM_HINT_T0);          \
+            if (wy) _mm_prefetch((const char *)(wy + i), _MM_HINT_ET0);                  \
             V_##C e = VEXP_##C(VOP_##C(sub)(LD_##tag(x + i), vm));                       \
             acc = VOP_##C(add)(acc, e);                                                  \
             if (b) VOP_##C(storeu)(b + i, e);                                            \
@@ -213,14 +221,14 @@ STORE_FNS(double)
         }                                                                                \
         return s + VOP_##C(reduce_add)(acc);                                             \
     }                                                                                    \
-    static void row_##tag(const S *x, S *y, C *b, int64_t n, bool logm, const S *next) { \
+    static void row_##tag(const S *x, S *y, C *b, int64_t n, bool logm, const S *next, int64_t es) { \
         C m = max_##tag(x, n);                                                           \
         V_##C a = VOP_##C(set1)(m), c;                                                   \
         if (logm) {                                                                      \
-            c = VOP_##C(set1)(LS(expsum_##tag(x, NULL, m, n, next)));                    \
+            c = VOP_##C(set1)(LS(expsum_##tag(x, NULL, m, n, next, es, y)));                  \
             STORE_ROW(tag, C, y, n, tag, x, logsub, a, c);                           \
         } else {                                                                         \
-            a = VOP_##C(set1)(1 / expsum_##tag(x, b, m, n, next));                       \
+            a = VOP_##C(set1)(1 / expsum_##tag(x, b, m, n, next, es, NULL));                  \
             STORE_ROW(tag, C, y, n, C, b, scale, a, a);                             \
         }                                                                                \
     }
@@ -411,17 +419,18 @@ static const TBlockFns tfns[4] = {TFNS(f32, float, float), TFNS(f64, double, dou
             for (i = 0; i < n; i++) y[i] *= inv;                                         \
         }                                                                                \
     }                                                                                    \
-    static void row_##T##_b(const T *x, T *y, T *b, int64_t n, bool logm, const T *next) { \
+    static void row_##T##_b(const T *x, T *y, T *b, int64_t n, bool logm, const T *next, int64_t es) { \
         (void)b;                                                                         \
-        row_##T(x, y, n, logm, next, false);                                             \
+        row_##T(x, y, n, logm, es == 1 ? next : NULL, false);                            \
     }
 ROW_PLAIN(float)
 ROW_PLAIN(double)
 #define row_f32 row_float_b
 #define row_f64 row_double_b
 #define ROW_HALF(tag, bf)                                                                \
-    static void row_##tag(const uint16_t *x, uint16_t *y, float *b, int64_t n, bool logm, const uint16_t *next) { \
-        (void)next;                                                                      \
+    static void row_##tag(const uint16_t *x, uint16_t *y, float *b, int64_t n, bool logm, const uint16_t *next, \
+                          int64_t es) {                                                  \
+        (void)next, (void)es;                                                            \
         c10_half_to_float_n(b, x, bf, n);                                                \
         row_float(b, b, n, logm, NULL, bf);                                              \
         c10_float_to_half_n(y, b, bf, n);                                                \
@@ -442,8 +451,8 @@ ROW_HALF(bf16, true)
             char *tb = buf ? buf + per * (size_t)thread_num() : NULL;                    \
             const S *r = x + row_off(g, o);                                              \
             if (es != 1) r = gather_##S((S *)(void *)(tb + eb), r, es, D);               \
-            const S *next = es == 1 && o + 1 < outer ? x + row_off(g, o + 1) : NULL;     \
-            row_##tag(r, y + o * D, eb ? (C *)(void *)tb : (C *)(void *)(y + o * D), D, logm, next); \
+            const S *next = o + 1 < outer ? x + row_off(g, o + 1) : NULL;                \
+            row_##tag(r, y + o * D, eb ? (C *)(void *)tb : (C *)(void *)(y + o * D), D, logm, next, es); \
         }                                                                                \
     }
 ROWS(f32, float, float)
