@@ -54,6 +54,15 @@ def same(got, want, what):
     torch.testing.assert_close(g, want, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{what}: {m}")
 
 
+def same_sums(x, what):
+    """x.sum(0) and x.t().sum(-1) equal torch's bit for bit"""
+    h = ct.from_torch(x)
+    for name, v, d in layouts(x):
+        hv = ct.check(lib.ct_t(h)) if d == -1 else h
+        da, nd = dims(d)
+        same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), f"{what} {name}")
+
+
 @pytest.mark.parametrize("dtype", FLOATS + INTS, ids=IDS)
 def test_exact_rows_widths(dtype):
     for rows in ROWS:
@@ -119,22 +128,14 @@ def test_nan_inf(dtype):
     x[0, 7] = float("inf")
     x[44, 8] = float("-inf")
     x[12, 99] = float("nan")
-    h = ct.from_torch(x)
-    for name, v, d in layouts(x):
-        hv = ct.check(lib.ct_t(h)) if d == -1 else h
-        da, nd = dims(d)
-        same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), name)
+    same_sums(x, "")
 
 
 def test_int_wrap():
     for dtype, big in [(torch.int64, 2**62 + 12345), (torch.int32, 2**31 - 1)]:
         x = torch.full((67, 130), big, dtype=dtype)
         x[::3] = torch.iinfo(dtype).min + 7
-        h = ct.from_torch(x)
-        for name, v, d in layouts(x):
-            hv = ct.check(lib.ct_t(h)) if d == -1 else h
-            da, nd = dims(d)
-            same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), f"{dtype} {name}")
+        same_sums(x, str(dtype))
 
 
 @pytest.mark.parametrize("dtype", FLOATS + [torch.int32, torch.int64], ids=IDS)
@@ -168,12 +169,7 @@ def test_row_splits(dtype):
     inf in the first and last rows, int64 wrap across splits: torch's bits."""
     cases = [(128, 33), (129, 1), (200, 256), (511, 17), (640, 4100), (1000, 64), (4099, 40)]
     for rows, cols in cases:
-        x = exact(rows, cols, dtype)
-        h = ct.from_torch(x)
-        for name, v, d in layouts(x):
-            hv = ct.check(lib.ct_t(h)) if d == -1 else h
-            da, nd = dims(d)
-            same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), f"{name} [{rows}, {cols}]")
+        same_sums(exact(rows, cols, dtype), f"[{rows}, {cols}]")
     x = exact(9 * 70, 130, dtype).view(9, 70, 130)
     hx = ct.from_torch(x)
     for perm, rd in (([0, 1, 2], [0, 1]), ([1, 0, 2], [0, 1]), ([2, 1, 0], [1, 2])):
@@ -188,22 +184,14 @@ def test_row_splits_nan_inf(dtype):
     x[0, 1] = x[999, 2] = float("nan")
     x[0, 3], x[999, 3] = float("inf"), float("-inf")
     x[500, 4] = x[998, 4] = float("inf")
-    h = ct.from_torch(x)
-    for name, v, d in layouts(x):
-        hv = ct.check(lib.ct_t(h)) if d == -1 else h
-        da, nd = dims(d)
-        same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), name)
+    same_sums(x, "")
 
 
 def test_row_splits_int_wrap():
     """int64 partial sums wrap within one split and the splits' sum wraps again"""
     x = torch.full((1000, 70), 2**62 + 12345, dtype=torch.int64)
     x[::5] = torch.iinfo(torch.int64).min + 7
-    h = ct.from_torch(x)
-    for name, v, d in layouts(x):
-        hv = ct.check(lib.ct_t(h)) if d == -1 else h
-        da, nd = dims(d)
-        same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), name)
+    same_sums(x, "")
 
 
 # ---- the other reductions across rows (reduce.c's run_outer_any) ----

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import ctorch_ffi as ct  # noqa: E402
-from test_softmax_rows import check16, fn_pair, ordered  # noqa: E402
+from test_softmax_rows import check16, check_ulps, fn_pair  # noqa: E402
 from test_softmax_transposed import BITS  # noqa: E402
 
 ct.declare("ct_softmax", ct.T, [ct.T, c_int])
@@ -78,14 +78,4 @@ def test_wide_rows(dtype, log):
         if dtype in (torch.float16, torch.bfloat16):
             check16(got, x, log, what)
             continue
-        want = fn(x, -1)
-        wn = want.isnan()
-        assert torch.equal(got.isnan(), wn), f"{what}: NaN"
-        gv, wv = got[~wn], want[~wn]
-        assert torch.equal(gv[wv.isinf()], wv[wv.isinf()]), f"{what}: inf"
-        fin = wv.isfinite()
-        ulps = 8 if n <= 70 else 32
-        far = (ordered(gv[fin]) - ordered(wv[fin])).abs() > ulps
-        eps = torch.finfo(dtype).eps
-        far &= (gv[fin] - wv[fin]).abs() > (ulps * eps * (wv[fin].abs() + 8) if log else 1e-30)
-        assert not far.any(), f"{what}: {gv[fin][far][:4].tolist()} vs {wv[fin][far][:4].tolist()}"
+        check_ulps(got, fn(x, -1), 8 if n <= 70 else 32, log, what)

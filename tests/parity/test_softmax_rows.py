@@ -133,6 +133,21 @@ def ordered(t):
     return torch.where(b < 0, -(b & mask), b)
 
 
+def check_ulps(got, want, ulps, log, what):
+    """NaN and inf where torch has them; finite values within ulps of torch's
+    (log_softmax: or ulps * eps * (|want| + 8), where x - max - log(sum)
+    cancels; softmax: subnormal results absolutely). Returns the non-NaN pairs."""
+    wn = want.isnan()
+    assert torch.equal(got.isnan(), wn), f"{what}: NaN"
+    gv, wv = got[~wn], want[~wn]
+    assert torch.equal(gv.isinf(), wv.isinf()) and torch.equal(gv[wv.isinf()], wv[wv.isinf()]), f"{what}: inf"
+    fin = wv.isfinite()
+    far = (ordered(gv[fin]) - ordered(wv[fin])).abs() > ulps
+    far &= (gv[fin] - wv[fin]).abs() > (ulps * torch.finfo(want.dtype).eps * (wv[fin].abs() + 8) if log else 1e-30)
+    assert not far.any(), f"{what}: {gv[fin][far][:4].tolist()} vs {wv[fin][far][:4].tolist()}"
+    return gv, wv
+
+
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["f32", "f64"])
 def test_float_rows(dtype, log):
@@ -140,21 +155,10 @@ def test_float_rows(dtype, log):
     ulps of log(sum), where x - max - log(sum) cancels); NaN, inf and signs exactly"""
     g = torch.Generator().manual_seed(61 + log)
     fn, ct_fn = fn_pair(log)
-    eps = torch.finfo(dtype).eps
     for n in LENGTHS:
         ulps = 8 if n <= 70 else 32  # 1000 near-equal terms: the order of the sum shows
         x = rows(n, g, dtype)
         want = fn(x, -1)
         got = ct.to_torch(ct.check(ct_fn(ct.from_torch(x), -1)))
-        wn = want.isnan()
-        assert torch.equal(got.isnan(), wn), f"{dtype} n={n}: NaN"
-        gv, wv = got[~wn], want[~wn]
-        assert torch.equal(gv.isinf(), wv.isinf()) and torch.equal(gv[wv.isinf()], wv[wv.isinf()]), f"{dtype} n={n}: inf"
-        fin = wv.isfinite()
-        far = (ordered(gv[fin]) - ordered(wv[fin])).abs() > ulps
-        if log:
-            far &= (gv[fin] - wv[fin]).abs() > ulps * eps * (wv[fin].abs() + 8)
-        else:
-            far &= (gv[fin] - wv[fin]).abs() > 1e-30  # subnormal results: absolute
-        assert not far.any(), f"{dtype} n={n}: {gv[fin][far][:4].tolist()} vs {wv[fin][far][:4].tolist()}"
+        gv, wv = check_ulps(got, want, ulps, log, f"{dtype} n={n}")
         assert torch.equal(gv.signbit(), wv.signbit()), f"{dtype} n={n}: sign"
