@@ -433,8 +433,10 @@ FIRST_EQ(int64_t, 8, _mm512_cmpeq_epi64_mask(_mm512_loadu_si512(x + i), _mm512_s
             bool b = v CMP best;                                                         \
             best = b ? v : best, bi = b ? base + i : bi, nan |= NANCHK(v);               \
         }                                                                                \
-        for (i = i0; nan && !NANCHK(x[i]); i++) {}                                       \
-        if (nan) best = x[i], bi = base + i, s->nan = true;                              \
+        if (nan) { /* the first NaN wins */                                              \
+            for (i = i0; !NANCHK(x[i]);) i++;                                            \
+            best = x[i], bi = base + i, s->nan = true;                                   \
+        }                                                                                \
         s->FIELD = best, s->idx = bi;                                                    \
     }
 ARGBEST(float, max_float, amax_float, >, d, ISNAN_)
