@@ -616,7 +616,10 @@ fail:
 /* ============================================================ pointwise losses */
 
 /* Elementwise kernels: p[0] out, p[1] x, p[2] y, then weight (s[1] != 0) and
- * pos_weight (s[2] != 0); s[0]: a scale (or beta for smooth_l1 with s[3] the scale). */
+ * pos_weight (s[2] != 0); s[0]: a scale (or beta for smooth_l1 with s[3] the scale).
+ * The weight multiplies the stored loss in a second pass: one vectorised copy
+ * of each formula (two came to 107 KB of the library), the weighted loss
+ * rounded twice (within an ulp of the one rounding). */
 #define LOSS_KERNEL(name, TT, S, expr)                                                                     \
     static void k_##name##_##S(int64_t n, char **p, const double *s) {                                   \
         typedef TT T;                                                                                     \
@@ -626,19 +629,12 @@ fail:
         const T *restrict pp = s[2] != 0 ? (const T *)p[3 + (s[1] != 0)] : NULL;                          \
         const T sc = (T)s[0], beta = (T)s[3];                                                             \
         (void)pp, (void)beta, (void)sc;                                                                   \
-        if (wp) {                                                                                         \
-            for (int64_t i = 0; i < n; i++) {                                                             \
-                T x = xp[i], y = yp[i], pw = pp ? pp[i] : (T)1;                                           \
-                (void)pw, (void)x, (void)y;                                                               \
-                o[i] = (expr) * wp[i];                                                                    \
-            }                                                                                             \
-        } else {                                                                                          \
-            for (int64_t i = 0; i < n; i++) {                                                             \
-                T x = xp[i], y = yp[i], pw = pp ? pp[i] : (T)1;                                           \
-                (void)pw, (void)x, (void)y;                                                               \
-                o[i] = (expr);                                                                            \
-            }                                                                                             \
+        for (int64_t i = 0; i < n; i++) {                                                                 \
+            T x = xp[i], y = yp[i], pw = pp ? pp[i] : (T)1;                                               \
+            (void)pw, (void)x, (void)y;                                                                   \
+            o[i] = (expr);                                                                                \
         }                                                                                                 \
+        for (int64_t i = 0; wp && i < n; i++) o[i] *= wp[i];                                              \
     }
 #define LOSS_KERNELS(name, expr) LOSS_KERNEL(name, float, f32, expr) LOSS_KERNEL(name, double, f64, expr)
 
