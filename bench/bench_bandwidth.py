@@ -35,6 +35,7 @@ for name, res, args in [
     ("ct_expand", P, [P, I64P, ctypes.c_int]), ("ct_add", P, [P, P]), ("ct_add_", ctypes.c_int, [P, P]),
     ("ct_exp", P, [P]), ("ct_exp_", ctypes.c_int, [P]), ("ct_copy_", ctypes.c_int, [P, P]), ("ct_sum", P, [P]),
     ("ct_sum_dims", P, [P, INTP, ctypes.c_int, ctypes.c_bool]), ("ct_softmax", P, [P, ctypes.c_int]),
+    ("ct_amax", P, [P, INTP, ctypes.c_int, ctypes.c_bool]),
     ("ct_free", None, [P]), ("ct_set_num_threads", None, [ctypes.c_int]),
     ("ct_last_error", ctypes.c_char_p, []),
 ]:
@@ -45,7 +46,7 @@ DTYPES = {  # name: (torch dtype, ct_dtype)
     "float32": (torch.float32, 8), "float64": (torch.float64, 9), "float16": (torch.float16, 6),
     "bfloat16": (torch.bfloat16, 7), "int32": (torch.int32, 4), "int64": (torch.int64, 5),
 }
-OPS = ["add", "exp", "sum", "sum-1", "sum0", "softmax"]
+OPS = ["add", "exp", "sum", "sum-1", "sum0", "amax0", "softmax"]
 LAYOUTS = ["contig", "trans", "bcast", "slice", "inplace"]
 
 
@@ -141,6 +142,9 @@ def workload(op, layout, o):
         d = -1 if op == "sum-1" else 0
         dims = (ctypes.c_int * 1)(d)
         return (lambda: lib.ct_free(check(lib.ct_sum_dims(cx, dims, 1, False))), lambda: x.sum(d), xb + N * oes)
+    if op == "amax0":  # the reductions across rows other than sums (reduce.c's run_outer_any)
+        dims = (ctypes.c_int * 1)(0)
+        return (lambda: lib.ct_free(check(lib.ct_amax(cx, dims, 1, False))), lambda: x.amax(0), xb + N * es)
     if op == "softmax" and fl:
         return (lambda: lib.ct_free(check(lib.ct_softmax(cx, -1))), lambda: torch.softmax(x, -1), xb + N * N * oes)
     return None

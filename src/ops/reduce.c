@@ -506,19 +506,20 @@ typedef uint64_t vu_ __attribute__((vector_size(64)));
 #endif
 #define NAN_(v) ((v) != (v))
 #define SEL(m, x, y) ((vec_t)(((vl_)(x) & (m)) | ((vl_)(y) & ~(m))))
-#define VCOLS(...)                                                                       \
+/* one vector loop over the block's columns; A1, IX: a1 and ix are read and written too */
+#define VCOLS(A1, IX, ...)                                                               \
     for (int64_t j = 0; j < bl; j += VL) {                                               \
         vec_t xv, av, a1v;                                                               \
         vl_ iv, m;                                                                       \
         memcpy(&xv, x + j, 64);                                                          \
         memcpy(&av, a + j, 64);                                                          \
-        memcpy(&a1v, a1 + j, 64);                                                        \
-        memcpy(&iv, ix + j, 64);                                                         \
+        if (A1) memcpy(&a1v, a1 + j, 64);                                                \
+        if (IX) memcpy(&iv, ix + j, 64);                                                 \
         __VA_ARGS__;                                                                     \
-        (void)m;                                                                         \
+        (void)m, (void)iv, (void)a1v;                                                    \
         memcpy(a + j, &av, 64);                                                          \
-        memcpy(a1 + j, &a1v, 64);                                                        \
-        memcpy(ix + j, &iv, 64);                                                         \
+        if (A1) memcpy(a1 + j, &a1v, 64);                                                \
+        if (IX) memcpy(ix + j, &iv, 64);                                                 \
     }
 
 /* the reductions with no vector loop: all any, norm 0 inf -inf p, logsumexp's sums */
@@ -552,35 +553,39 @@ static void widen(void *x, const void *g, int64_t n) {
         int64_t r0 = pl->nred * sp / S & ~(int64_t)63, r1 = sp + 1 == S ? pl->nred : pl->nred * (sp + 1) / S & ~(int64_t)63; \
         double p = c->p, init = rk == RK_PROD || rk == RK_ALL ? 1 : rk == RK_AMAX || rk == RK_MAX ? -INFINITY \
                                 : rk == RK_AMIN || rk == RK_MIN || (rk == RK_NORM && p == -INFINITY) ? INFINITY : 0; \
-        _Alignas(64) W a[GBLOCK], a1[GBLOCK], sh[GBLOCK], x[GBLOCK];                     \
+        _Alignas(64) W a[GBLOCK], a1[GBLOCK], sh[GBLOCK], xw[GBLOCK];                    \
         _Alignas(64) int64_t ix[GBLOCK];                                                 \
-        _Alignas(64) char buf[GBLOCK * 8];                                               \
+        _Alignas(64) char buf[GBLOCK * 8] = {0}; /* lanes past bl stay 0 */              \
+        W *x = pl->ct == CT_F32 ? xw : (W *)buf;                                         \
         W w0 = !INT || !isinf(init) ? (W)init : init > 0 ? (W)INT64_MAX : (W)INT64_MIN;  \
         bool shift = rk == RK_SQDEV || rk == RK_SUMEXP;                                  \
         for (int64_t j = 0; j < nbl; j++)                                                \
-            a[j] = w0, a1[j] = 0, ix[j] = r0, x[j] = 0, sh[j] = shift && j < bl ? (W)c->aux[o0 + j] : 0; \
-        int64_t idx[CT_MAX_DIMS];                                                        \
-        const char *ptr = row_seek(pl, r0, idx, pl->in + kept_offset(pl, o0));           \
+            a[j] = w0, a1[j] = 0, ix[j] = r0, xw[j] = 0, sh[j] = shift && j < bl ? (W)c->aux[o0 + j] : 0; \
+        int64_t idx[CT_MAX_DIMS], pidx[CT_MAX_DIMS], kst = pl->kst[pl->nk - 1];         \
+        const char *ptr = row_seek(pl, r0, idx, pl->in + kept_offset(pl, o0)), *pf = ptr; \
+        memcpy(pidx, idx, sizeof idx);                                                   \
+        for (int k = 0; k < 4; k++) row_next(pl, pidx, &pf);                             \
         for (int64_t r = r0; r < r1; r++) {                                              \
-            const void *g = gather(buf, ptr, pl->kst[pl->nk - 1], pl->dt, pl->ct, bl);   \
-            if (pl->ct == CT_F32) widen(x, g, bl);                                       \
-            else memcpy(x, g, (size_t)bl * sizeof(W));                                   \
+            for (int64_t q = 0; q < bl * kst; q += 64) __builtin_prefetch(pf + q);       \
+            row_next(pl, pidx, &pf); /* four rows ahead: short segments far apart */     \
+            gather(buf, ptr, kst, pl->dt, pl->ct, bl); /* into buf */                    \
+            if (pl->ct == CT_F32) widen(x, buf, bl);                                     \
             row_next(pl, idx, &ptr);                                                     \
             switch (rk) {                                                                \
-            case RK_AMAX: VCOLS(av = SEL((xv > av) | NAN_(xv), xv, av)); break;          \
-            case RK_AMIN: VCOLS(av = SEL((xv < av) | NAN_(xv), xv, av)); break;          \
-            case RK_MAX: VCOLS(m = (av == av) & ((xv > av) | NAN_(xv)), av = SEL(m, xv, av), iv = (iv & ~m) | (m & r)); break; \
-            case RK_MIN: VCOLS(m = (av == av) & ((xv < av) | NAN_(xv)), av = SEL(m, xv, av), iv = (iv & ~m) | (m & r)); break; \
-            case RK_PROD: VCOLS(av = INT ? (vec_t)((vu_)av * (vu_)xv) : av * xv); break;     \
+            case RK_AMAX: VCOLS(0, 0, av = SEL((xv > av) | NAN_(xv), xv, av)); break;          \
+            case RK_AMIN: VCOLS(0, 0, av = SEL((xv < av) | NAN_(xv), xv, av)); break;          \
+            case RK_MAX: VCOLS(0, 1, m = (av == av) & ((xv > av) | NAN_(xv)), av = SEL(m, xv, av), iv = (iv & ~m) | (m & r)); break; \
+            case RK_MIN: VCOLS(0, 1, m = (av == av) & ((xv < av) | NAN_(xv)), av = SEL(m, xv, av), iv = (iv & ~m) | (m & r)); break; \
+            case RK_PROD: VCOLS(0, 0, av = INT ? (vec_t)((vu_)av * (vu_)xv) : av * xv); break;     \
             case RK_SQDEV: {                                                             \
-                VCOLS(vec_t t; memcpy(&t, sh + j, 64); t = xv - t; a1v += t; av += t * t);   \
+                VCOLS(1, 0, vec_t t; memcpy(&t, sh + j, 64); t = xv - t; a1v += t; av += t * t);   \
                 break;                                                                   \
             }                                                                            \
             default:                                                                     \
                 if (rk == RK_NORM && p == 2) {                                           \
-                    VCOLS(av += xv * xv);                                                \
+                    VCOLS(0, 0, av += xv * xv);                                                \
                 } else if (rk == RK_NORM && p == 1) {                                    \
-                    VCOLS(av += (vec_t)((vl_)xv & INT64_MAX));                           \
+                    VCOLS(0, 0, av += (vec_t)((vl_)xv & INT64_MAX));                           \
                 } else {                                                                 \
                     cold_##name(rk, p, a, x, sh, bl);                                    \
                 }                                                                        \
