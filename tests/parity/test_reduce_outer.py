@@ -43,9 +43,11 @@ def exact(rows, cols, dtype):
 
 
 def layouts(x):
-    """(name, view, reduced dim) of the outer-sum pattern: x.sum(0), x.t().sum(-1)"""
-    yield "sum(0)", x, 0
-    yield "t().sum(-1)", x.t(), -1
+    """(name, torch view, ctorch view, reduced dim) of the outer-sum pattern:
+    x.sum(0), x.t().sum(-1)"""
+    h = ct.from_torch(x)
+    yield "sum(0)", x, h, 0
+    yield "t().sum(-1)", x.t(), ct.check(lib.ct_t(h)), -1
 
 
 def same(got, want, what):
@@ -56,9 +58,7 @@ def same(got, want, what):
 
 def same_sums(x, what):
     """x.sum(0) and x.t().sum(-1) equal torch's bit for bit"""
-    h = ct.from_torch(x)
-    for name, v, d in layouts(x):
-        hv = ct.check(lib.ct_t(h)) if d == -1 else h
+    for name, v, hv, d in layouts(x):
         da, nd = dims(d)
         same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), f"{what} {name}")
 
@@ -68,9 +68,7 @@ def test_exact_rows_widths(dtype):
     for rows in ROWS:
         for cols in ([1, 17, 64, 130] if rows % 7 else WIDTHS):
             x = exact(rows, cols, dtype)
-            h = ct.from_torch(x)
-            for name, v, d in layouts(x):
-                hv = ct.check(lib.ct_t(h)) if d == -1 else h
+            for name, v, hv, d in layouts(x):
                 da, nd = dims(d)
                 for keep in (False, True):
                     same(ct.check(lib.ct_sum_dims(hv, da, nd, keep)), v.sum(d, keepdim=keep),
@@ -94,9 +92,7 @@ def test_wide_and_sliced(dtype):
         x = exact(rows, cols, dtype)
         w = exact(rows, 2 * cols + 1, dtype)
         for xv in (x, w[:, ::2], w[:, 1::2]):
-            h = ct.from_torch(xv)
-            for name, v, d in layouts(xv):
-                hv = ct.check(lib.ct_t(h)) if d == -1 else h
+            for name, v, hv, d in layouts(xv):
                 da, nd = dims(d)
                 same(ct.check(lib.ct_sum_dims(hv, da, nd, False)), v.sum(d), f"{name} {tuple(xv.stride())} [{rows}, {cols}]")
 
@@ -106,9 +102,7 @@ def test_random_values(dtype):
     """random values of mixed magnitude: within tolerance of torch"""
     for rows, cols in [(70, 300), (1000, 257), (4096, 64)]:
         x = (torch.randn(rows, cols, generator=GEN, dtype=torch.float64) * 10).to(dtype)
-        h = ct.from_torch(x)
-        for name, v, d in layouts(x):
-            hv = ct.check(lib.ct_t(h)) if d == -1 else h
+        for name, v, hv, d in layouts(x):
             da, nd = dims(d)
             want = v.double().sum(d)
             got = ct.to_torch(ct.check(lib.ct_sum_dims(hv, da, nd, False)))
@@ -144,9 +138,7 @@ def test_threads_identical(dtype):
     try:
         for rows, cols in [(4096, 1024), (333, 4096), (1000, 300)]:
             x = (torch.randn(rows, cols, generator=GEN, dtype=torch.float64) * 100).to(dtype)
-            h = ct.from_torch(x)
-            for name, v, d in layouts(x):
-                hv = ct.check(lib.ct_t(h)) if d == -1 else h
+            for name, v, hv, d in layouts(x):
                 da, nd = dims(d)
                 res = []
                 for nt in (1, 2):
@@ -250,9 +242,7 @@ def outer_ops(dtype):
 
 
 def check_outer(x, what):
-    h = ct.from_torch(x)
-    for name, v, d in layouts(x):
-        hv = ct.check(lib.ct_t(h)) if d == -1 else h
+    for name, v, hv, d in layouts(x):
         for op, cfn, tfn, exact_ in outer_ops(x.dtype):
             try:
                 want = tfn(v, d)
@@ -311,9 +301,7 @@ def test_outer_var_far_from_zero():
     ulps of the exact variance of its inputs, float64 within 1e-9"""
     for dtype in (torch.float32, torch.float64):
         x = (1e4 + torch.randn(3000, 70, generator=GEN, dtype=torch.float64) * 1e-2).to(dtype)
-        h = ct.from_torch(x)
-        for name, v, d in layouts(x):
-            hv = ct.check(lib.ct_t(h)) if d == -1 else h
+        for name, v, hv, d in layouts(x):
             want = v.double().var(d)
             got = ct.to_torch(ct.check(lib.ct_var(hv, ct.i32([d]), 1, c_double(1), False))).double()
             bound = 1e-6 if dtype == torch.float32 else 1e-9
