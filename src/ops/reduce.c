@@ -510,11 +510,6 @@ static void run_outer(const RPlan *pl, const RCtx *c) {
 typedef double vd_ __attribute__((vector_size(64)));
 typedef int64_t vl_ __attribute__((vector_size(64)));
 typedef uint64_t vu_ __attribute__((vector_size(64)));
-#if defined(__GNUC__) && !defined(__clang__)
-#define COLD_CODE __attribute__((optimize("Os")))
-#else
-#define COLD_CODE
-#endif
 #define NAN_(v) ((v) != (v))
 #define SEL(m, x, y) ((vec_t)(((vl_)(x) & (m)) | ((vl_)(y) & ~(m))))
 /* one vector loop over the block's columns; A1, IX: a1 and ix are read and written too */

@@ -10,11 +10,6 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__GNUC__) && !defined(__clang__)
-#define SMALL __attribute__((optimize("Os"))) /* code run once a call or a block */
-#else
-#define SMALL
-#endif
 
 /* ---------------------------------------------------------------- columns */
 
@@ -370,7 +365,7 @@ typedef struct TBlockFns {
     int w;
     size_t ss;
 } TBlockFns;
-SMALL static void tblocks(const TBlockFns *f, const char *x, const RowGeom *gi, const RowGeom *go, int64_t nq, int64_t nu,
+COLD_CODE static void tblocks(const TBlockFns *f, const char *x, const RowGeom *gi, const RowGeom *go, int64_t nq, int64_t nu,
                     int64_t ou, int64_t es, char *y, int64_t D, bool logm, int nt, char *buf, size_t per) {
     (void)nt;
     int64_t w = f->w, nb = (nu + TP * w - 1) / (TP * w), n = nq * nb;
@@ -479,7 +474,7 @@ bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, v
 
 #define TBLOCK_MAX_D 8192 /* longer rows: slower than the copy (measured) */
 
-SMALL int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y, int64_t D, bool logm,
+COLD_CODE int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y, int64_t D, bool logm,
                            int nt) {
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
     int u = -1, w = dt == CT_FLOAT64 ? 8 : 16;
