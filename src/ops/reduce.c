@@ -234,13 +234,14 @@ static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, in
 }
 
 /* The kernel of rk that reads elements of the input dtype in place, stride
- * bytes apart: the compute dtype's own over a contiguous run, or a sum's over
- * any dtype, contiguous or a ::2 slice; NULL: runs are gathered (converted)
+ * bytes apart: the compute dtype's own over a contiguous run, a sum's over
+ * any dtype, contiguous or a ::2 slice, or amax / amin's over int32; NULL: runs are gathered (converted)
  * first. */
 static rk_fn direct_kernel(const RPlan *pl, int rk, int64_t stride) {
     int64_t es = (int64_t)c10_elsize[pl->dt];
     if (rk == RK_SUM && compute_type(pl->dt) == pl->ct) /* var's means: ct is double */
         return stride % es ? NULL : rk_sum_kernel(pl->dt, stride / es);
+    if (pl->dt == CT_INT32 && stride == es && rk_minmax_i32(rk)) return rk_minmax_i32(rk);
     return stride == es && pl->dt == ct_dtype_of_compute[pl->ct] ? rk_kernels[rk][pl->ct] : NULL;
 }
 

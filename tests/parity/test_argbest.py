@@ -20,7 +20,9 @@ ct.declare("ct_max_dim", c_int, [CT, c_int, c_bool, ct.TP, ct.TP])
 ct.declare("ct_min_dim", c_int, [CT, c_int, c_bool, ct.TP, ct.TP])
 ct.declare("ct_argmax", T, [CT, c_bool, c_int, c_bool])
 ct.declare("ct_argmin", T, [CT, c_bool, c_int, c_bool])
-pytestmark = ct.requires("ct_max_dim", "ct_min_dim", "ct_argmax", "ct_argmin")
+ct.declare("ct_amax", T, [CT, ct.INTP, c_int, c_bool])
+ct.declare("ct_amin", T, [CT, ct.INTP, c_int, c_bool])
+pytestmark = ct.requires("ct_max_dim", "ct_min_dim", "ct_argmax", "ct_argmin", "ct_amax", "ct_amin")
 
 GEN = torch.Generator().manual_seed(11)
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8]
@@ -103,3 +105,34 @@ def test_int64_extremes():
         x[0, n // 2] = x[0, n - 1] = 2**63 - 1
         x[1, 3] = x[1, n - 2] = -2**63
         check_all(x, f"int64 [8, {n}]")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
+def test_amax_rows(dtype):
+    """amax / amin (values only) of rows long enough for the per-row kernel
+    (over 1 KB: four registers, then one overlapping load for the tail, then
+    the fold) and of whole tensors: NaN in the first register, in the tail
+    that the last load reads twice, last; +-inf; the extreme alone in the
+    tail or in the first element."""
+    for n in (16, 17, 31, 63, 64, 65, 127, 129, 255, 257, 300, 520, 1000, 1031, 4099):
+        x = rows(n, dtype, 100) - (50 if dtype != torch.uint8 else 0)
+        if dtype.is_floating_point:
+            x[0, 0] = float("nan")
+            x[1, n - 1] = float("nan")
+            x[2, max(n - 5, 0)] = float("nan")
+            x[3, n // 2] = float("inf")
+            x[4, n // 3] = float("-inf")
+        big = 120 if dtype != torch.int64 else 2**62
+        x[5, n - 2] = big  # the extreme in the overlapping tail
+        x[6, 0] = -big if dtype != torch.uint8 else 0
+        x[7, n - 1] = -big if dtype != torch.uint8 else 0
+        for name, v, h in views(x):
+            for fn, tfn in (("ct_amax", torch.amax), ("ct_amin", torch.amin)):
+                got = ct.to_torch(ct.check(getattr(lib, fn)(h, ct.i32([-1]), 1, False)))
+                want = tfn(v, -1)
+                assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~want.isnan()], want[~want.isnan()]), \
+                    f"[8, {n}] {name} {fn}(-1): {got} vs {want}"
+                got = ct.to_torch(ct.check(getattr(lib, fn)(h, None, 0, False)))
+                want = tfn(v, tuple(range(v.dim())))
+                assert torch.equal(got.isnan(), want.isnan()) and (want.isnan() or torch.equal(got, want)), \
+                    f"[8, {n}] {name} {fn}(): {got} vs {want}"

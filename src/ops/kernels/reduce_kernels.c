@@ -344,26 +344,77 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
 FLOAT_KERNELS(float)
 FLOAT_KERNELS(double)
 
-/* value-only max/min: lanes, NaN sticks (x != x wins, and nothing beats NaN) */
+/* value-only max/min: NaN sticks (x != x wins, and nothing beats NaN). With
+ * AVX-512 (VMINMAX): four registers of max_ps / min_ps and a mask of the NaNs
+ * seen, then one overlapping load for the last elements (max is idempotent)
+ * and the in-register fold; a NaN result is the first NaN of the chunk. The
+ * compiler's version of the select loop took 5 instructions a register, a
+ * scalar tail and a scalar fold of 32 lanes: [65536, 300] float32 amax(1) ran
+ * at 1.6x PyTorch's time. Without AVX-512: LANES lanes of selects. */
+#ifdef __AVX512F__
+#define VMINMAX(T, name, W, VT, LOAD, OP, UNORD, REDUCE)                                 \
+    static inline T name##_vec(const T *x, int64_t n, bool *nan) { /* n >= W */          \
+        VT a0 = LOAD(x), a1 = a0, a2 = a0, a3 = a0;                                      \
+        unsigned k = 0;                                                                  \
+        int64_t i = 0;                                                                   \
+        for (; i + 4 * W <= n; i += 4 * W) {                                             \
+            VT v0 = LOAD(x + i), v1 = LOAD(x + i + W), v2 = LOAD(x + i + 2 * W), v3 = LOAD(x + i + 3 * W); \
+            k |= UNORD(v0, v1) | UNORD(v2, v3);                                          \
+            a0 = OP(a0, v0), a1 = OP(a1, v1), a2 = OP(a2, v2), a3 = OP(a3, v3);          \
+        }                                                                                \
+        for (; i + W <= n; i += W) {                                                     \
+            VT v = LOAD(x + i);                                                          \
+            k |= UNORD(v, v), a0 = OP(a0, v);                                            \
+        }                                                                                \
+        if (i < n) {                                                                     \
+            VT v = LOAD(x + n - W);                                                      \
+            k |= UNORD(v, v), a0 = OP(a0, v);                                            \
+        }                                                                                \
+        *nan = k != 0;                                                                   \
+        return REDUCE(OP(OP(a0, a1), OP(a2, a3)));                                       \
+    }
+#define UNORD_PS(a, b) _mm512_cmp_ps_mask(a, b, _CMP_UNORD_Q)
+#define UNORD_PD(a, b) _mm512_cmp_pd_mask(a, b, _CMP_UNORD_Q)
+#define UNORD_NO(a, b) ((void)(a), (void)(b), 0u)
+#define LOAD_SI(p) _mm512_loadu_si512((const void *)(p))
+VMINMAX(float, amax_float, 16, __m512, _mm512_loadu_ps, _mm512_max_ps, UNORD_PS, _mm512_reduce_max_ps)
+VMINMAX(float, amin_float, 16, __m512, _mm512_loadu_ps, _mm512_min_ps, UNORD_PS, _mm512_reduce_min_ps)
+VMINMAX(double, amax_double, 8, __m512d, _mm512_loadu_pd, _mm512_max_pd, UNORD_PD, _mm512_reduce_max_pd)
+VMINMAX(double, amin_double, 8, __m512d, _mm512_loadu_pd, _mm512_min_pd, UNORD_PD, _mm512_reduce_min_pd)
+VMINMAX(int64_t, amax_i64, 8, __m512i, LOAD_SI, _mm512_max_epi64, UNORD_NO, _mm512_reduce_max_epi64)
+VMINMAX(int64_t, amin_i64, 8, __m512i, LOAD_SI, _mm512_min_epi64, UNORD_NO, _mm512_reduce_min_epi64)
+VMINMAX(int32_t, amax_i32, 16, __m512i, LOAD_SI, _mm512_max_epi32, UNORD_NO, _mm512_reduce_max_epi32)
+VMINMAX(int32_t, amin_i32, 16, __m512i, LOAD_SI, _mm512_min_epi32, UNORD_NO, _mm512_reduce_min_epi32)
+#define VPART(T, name, CMP, NANCHK, m, r)                                                \
+    if (n >= 64 / (int64_t)sizeof(T)) {                                                  \
+        bool nan;                                                                        \
+        r = name##_vec(x, n, &nan);                                                      \
+        if (nan)                                                                         \
+            for (int64_t j = 0;; j++)                                                    \
+                if (NANCHK(x[j])) { r = x[j]; break; }                                   \
+    } else
+#else
+#define VPART(T, name, CMP, NANCHK, m, r)                                                \
+    if (n >= LANES) {                                                                    \
+        T m[LANES];                                                                      \
+        for (int j = 0; j < LANES; j++) m[j] = x[0];                                     \
+        for (int64_t i = 0; i + LANES <= n; i += LANES)                                  \
+            for (int j = 0; j < LANES; j++) {                                            \
+                T v = x[i + j];                                                          \
+                m[j] = (NANCHK(v) || v CMP m[j]) ? v : m[j];                             \
+            }                                                                            \
+        for (int64_t i = n - n % LANES; i < n; i++) r = (NANCHK(x[i]) || x[i] CMP r) ? x[i] : r; \
+        for (int j = 0; j < LANES; j++) r = (NANCHK(m[j]) || m[j] CMP r) ? m[j] : r;    \
+    } else
+#endif
 #define AMINMAX(T, name, CMP, FIELD, NANCHK)                                             \
     static void name(RState *s, const void *xv, int64_t n, int64_t base, double p) {    \
         (void)base, (void)p;                                                             \
         const T *restrict x = xv;                                                        \
         if (n <= 0) return;                                                              \
-        T m[LANES], r = x[0];                                                            \
-        for (int j = 0; j < LANES; j++) m[j] = x[0];                                     \
-        int64_t i = 0;                                                                   \
-        for (; i + LANES <= n; i += LANES)                                               \
-            for (int j = 0; j < LANES; j++) {                                            \
-                T v = x[i + j];                                                          \
-                m[j] = (NANCHK(v) || v CMP m[j]) ? v : m[j];                             \
-            }                                                                            \
-        for (; i < n; i++) r = (NANCHK(x[i]) || x[i] CMP r) ? x[i] : r;                  \
-        /* the lanes pairwise (a chain of 32 selects dominated short rows) */            \
-        _Pragma("GCC unroll 8") for (int w = LANES / 2; w >= 1; w /= 2)                  \
-            _Pragma("GCC unroll 32") for (int j = 0; j < w; j++)                         \
-                m[j] = (NANCHK(m[j + w]) || m[j + w] CMP m[j]) ? m[j + w] : m[j];        \
-        r = (NANCHK(m[0]) || m[0] CMP r) ? m[0] : r;                                     \
+        T r = x[0];                                                                      \
+        VPART(T, name, CMP, NANCHK, m, r)                                                \
+        for (int64_t i = 1; i < n; i++) r = (NANCHK(x[i]) || x[i] CMP r) ? x[i] : r;     \
         if (!s->has || NANCHK(r) || (!NANCHK(s->FIELD) && r CMP s->FIELD)) s->FIELD = r; \
         s->has = true;                                                                   \
     }
@@ -375,6 +426,9 @@ AMINMAX(double, amax_double, >, d, ISNAN_)
 AMINMAX(double, amin_double, <, d, ISNAN_)
 AMINMAX(int64_t, amax_i64, >, v, NEVER_)
 AMINMAX(int64_t, amin_i64, <, v, NEVER_)
+AMINMAX(int32_t, amax_i32, >, v, NEVER_) /* int32 in place (not widened first): 1.4x faster */
+AMINMAX(int32_t, amin_i32, <, v, NEVER_)
+rk_fn rk_minmax_i32(int rk) { return rk == RK_AMAX ? amax_i32 : rk == RK_AMIN ? amin_i32 : NULL; }
 
 /* max / min with the index of the first occurrence. A chunk of 64 or more
  * goes to the value-only kernel first: only a chunk that beats the best so

@@ -53,6 +53,8 @@ static inline float rk_bf16(uint16_t v) {
 /* RK_SUM over elements of dtype dt itself (any real dtype, bool), stride
  * (1 or 2) elements apart; NULL for the others */
 CT_INTERNAL rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride);
+/* RK_AMAX / RK_AMIN over contiguous int32 in place; NULL for the others */
+CT_INTERNAL rk_fn rk_minmax_i32(int rk);
 /* part[j] += element j of each of nr rows of dtype dt, stride (1 or 2)
  * elements apart; part is float (float32 and 16-bit inputs), double (float64)
  * or uint64_t (int32, int64). NULL for other dtypes and strides. *group: the
