@@ -529,7 +529,7 @@ typedef uint64_t vu_ __attribute__((vector_size(64)));
         if (IX) memcpy(ix + j, &iv, 64);                                                 \
     }
 
-/* the reductions with no vector loop: all any, norm 0 inf -inf p, logsumexp's sums */
+/* the reductions with no vector loop: all any, norm 0 inf -inf (and of integers) */
 #define COLD_COMBINE(name, W)                                                            \
     static COLD_CODE void cold_##name(int rk, double p, W *a, const W *x, const W *sh, int64_t bl) { \
         for (int64_t j = 0; j < bl; j++) {                                               \
@@ -593,6 +593,8 @@ static void widen(void *x, const void *g, int64_t n) {
                     VCOLS(0, 0, av += xv * xv);                                                \
                 } else if (rk == RK_NORM && p == 1) {                                    \
                     VCOLS(0, 0, av += (vec_t)((vl_)xv & INT64_MAX));                           \
+                } else if (!INT && (rk == RK_SUMEXP || (pl->ct == CT_F32 && isfinite(p) && p != 0))) { \
+                    rk_cols_pow_exp((void *)a, (void *)x, rk == RK_SUMEXP ? (void *)sh : NULL, p, nbl); \
                 } else {                                                                 \
                     cold_##name(rk, p, a, x, sh, bl);                                    \
                 }                                                                        \

@@ -306,3 +306,26 @@ def test_outer_var_far_from_zero():
             got = ct.to_torch(ct.check(lib.ct_var(hv, ct.i32([d]), 1, c_double(1), False))).double()
             bound = 1e-6 if dtype == torch.float32 else 1e-9
             assert ((got - want).abs() <= bound * want).all(), f"{dtype} {name}: {(got - want).abs().max()}"
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=IDS)
+def test_norm_general_p(dtype):
+    """norm for p other than 0 1 2 +-inf (float32 / 16-bit: |x|^p as e^(p log|x|)
+    in double, vectorised; float64: libm's pow) along long rows (d = 1: eight
+    lanes and a tail) and across rows (d = 0), against torch in float64: zeros
+    (with p < 0: |0|^p = inf, the norm 0), +-inf, NaN, tiny and large values"""
+    for rows, cols in [(5, 1003), (1000, 37), (3, 8)]:
+        x = torch.randn(rows, cols, generator=GEN, dtype=torch.float64) * 3
+        x[0, ::7] = 0.0
+        x[1, 5] = float("inf")
+        x[2, cols - 1] = float("-inf")
+        x[rows - 1, 2] = float("nan")
+        x[rows - 2, :] = 0.0
+        x[rows - 3, 3:] = 1e-3
+        x = x.to(dtype)
+        h = ct.from_torch(x)
+        for p in (3.0, 0.5, 1.5, 7.0, -1.0, -2.5):
+            for d in (0, 1):
+                want = torch.linalg.vector_norm(x.double(), ord=p, dim=d).to(dtype)
+                got = ct.check(lib.ct_norm(h, c_double(p), ct.i32([d]), 1, False))
+                ct.assert_close(got, want, rtol=tol(dtype) * 4, atol=0, what=f"[{rows}, {cols}] norm{p}({d}): ")

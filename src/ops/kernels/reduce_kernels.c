@@ -249,6 +249,43 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
 #undef PICK
 }
 
+/* |x|^p of float32 (or 16-bit) elements as e^(p log|x|) in double, vectorised
+ * (libm's pow took 17 ns an element: [4096, 4096] norm(3, dim 1) 272 ms,
+ * PyTorch's powf in float 121). The rounding of p log|x|, |p log|x|| ulps of a
+ * double, stays far below a float's ulp. 0, inf and NaN follow log and exp:
+ * 0^p = 0 (p > 0) or inf, inf^p = inf or 0. One copy of each loop (the vector
+ * exp and log are 0.5 KB each), over runs of up to 512: a call per register
+ * left each one's latency exposed (1.5x slower). n: a multiple of 8. */
+static __attribute__((noinline)) void plog_n(double *t, int64_t n, double p) { /* in place */
+    for (int64_t j = 0; j < n; j += 8)
+        for (int k = 0; k < 8; k++) t[j + k] = p * vm_log_d(fabs(t[j + k]));
+}
+static __attribute__((noinline)) void exp_n(double *t, int64_t n) {
+    for (int64_t j = 0; j < n; j += 8)
+        for (int k = 0; k < 8; k++) t[j + k] = vm_exp_d(t[j + k]);
+}
+#define POW_RUN 256
+/* acc[0..8) += |x[j]|^p, j < m <= POW_RUN */
+static void pow_acc(double *acc, const float *x, int64_t m, double p) {
+    double t[POW_RUN];
+    int64_t m8 = (m + 7) & ~(int64_t)7;
+    for (int64_t j = 0; j < m8; j++) t[j] = j < m ? x[j] : 1;
+    plog_n(t, m8, p);
+    for (int64_t j = m; j < m8; j++) t[j] = -INFINITY;
+    exp_n(t, m8);
+    for (int64_t j = 0; j < m8; j += 8)
+        for (int k = 0; k < 8; k++) acc[k] += t[j + k];
+}
+
+void rk_cols_pow_exp(double *a, double *x, const double *sh, double p, int64_t n) {
+    if (sh)
+        for (int64_t j = 0; j < n; j++) x[j] -= sh[j];
+    else
+        plog_n(x, n, p);
+    exp_n(x, n);
+    for (int64_t j = 0; j < n; j++) a[j] += x[j];
+}
+
 #define FLOAT_KERNELS(T)                                                                 \
     static void sqdev_##T(RState *s, const void *xv, int64_t n, int64_t base, double p) { \
         (void)base, (void)p;                                                             \
@@ -335,6 +372,9 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
             }                                                                            \
             s->d = m;                                                                    \
             return;                                                                      \
+        } else if (sizeof(T) == 4) { /* float32, 16-bit: see plog_n */                   \
+            for (; i < n; i += POW_RUN)                                                  \
+                pow_acc(acc, (const float *)(const void *)(x + i), n - i < POW_RUN ? n - i : POW_RUN, p); \
         } else {                                                                         \
             for (; i < n; i++) r += pow(fabs((double)x[i]), p);                          \
         }                                                                                \

@@ -72,6 +72,10 @@ CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group);
  * the kernel's last argument (sum: x, |x| or x * x; max: max or min). */
 typedef void (*rk_block_fn)(void *out, const void *const *rows, int64_t n, int mode);
 CT_INTERNAL rk_block_fn rk_block_kernel(int rk, ct_dtype dt, double p, int *nrows, int *mode);
+/* a[j] += e^(x[j] - sh[j]) (sh not NULL), else |x[j]|^p for float32 or 16-bit
+ * values x (e^(p log|x|) in double), j < n, a multiple of 8; x is scratch,
+ * overwritten: the columns of logsumexp and norm across rows, vectorised */
+CT_INTERNAL void rk_cols_pow_exp(double *a, double *x, const double *sh, double p, int64_t n);
 /* a = a then b (b covers later positions) */
 CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
