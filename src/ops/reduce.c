@@ -694,6 +694,7 @@ static bool run_blocks(const RPlan *pl, int rk, const RCtx *c) {
     int64_t es = (int64_t)c10_elsize[pl->dt];
     if (pl->nr != 1 || pl->rst[0] != es || n < 2 || n * es > BLOCK_MAXBYTES || compute_type(pl->dt) != pl->ct)
         return false;
+    if (rk == RK_PROD && n > 64) return false; /* see rk_block_kernel */
     int R, mode;
     rk_block_fn f = rk_block_kernel(rk, pl->dt, c->p, &R, &mode);
     if (!f) return false;

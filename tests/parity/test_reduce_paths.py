@@ -402,3 +402,25 @@ def test_block_rows_threads(dtype):
                 check_block(name, cfn(h, 1, False), tfn(x, 1, False), dtype, cols, f"{name} rows of {cols}")
     finally:
         lib.ct_set_num_threads(before)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64], ids=lambda d: str(d)[6:])
+def test_block_prod(dtype):
+    """prod over rows of 2-300 elements (float32 and int32 rows of up to 64: the
+    block kernel, 8 rows a call, float32 multiplied in double, int32 in wrapping
+    int64) and a partial block, keepdim, rows ::2, NaN / inf: against torch
+    (integers exactly: products wrap the same whatever the order)"""
+    for cols in BLOCK_COLS:
+        x = block_input(37, cols, dtype)
+        if dtype.is_floating_point:
+            x = 1 + x / 1000  # products of 300 stay in range: torch overflows float32 earlier than double
+        for lname, v in {"contiguous": x, "rows ::2": x[::2]}.items():
+            h = ct.from_torch(v)
+            for keep in (False, True):
+                got, want = ct.check(lib.ct_prod_dim(h, 1, keep)), v.prod(1, keepdim=keep)
+                what = f"prod {lname} rows of {cols} keepdim={keep}"
+                if dtype.is_floating_point:
+                    ct.assert_close(got, want, rtol=1e-6 * cols if dtype == torch.float32 else 1e-13 * cols,
+                                    atol=0, what=what + ": ")
+                else:
+                    check_block("prod", got, want, dtype, cols, what)

@@ -68,7 +68,8 @@ CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group);
  * int64 (integer dtypes), as RState's d / v. Each row is reduced in an order
  * fixed by its length alone: results do not depend on the block. rk: RK_SUM,
  * RK_NORM (p 1 or 2), RK_AMAX, RK_AMIN over float32, float64, float16,
- * bfloat16, int64, int32; NULL for the others and without AVX-512. *mode:
+ * bfloat16, int64, int32, RK_PROD over float32 (8 rows, in double) and int32
+ * (rows of up to 64 elements only); NULL for the others and without AVX-512. *mode:
  * the kernel's last argument (sum: x, |x| or x * x; max: max or min). */
 typedef void (*rk_block_fn)(void *out, const void *const *rows, int64_t n, int mode);
 CT_INTERNAL rk_block_fn rk_block_kernel(int rk, ct_dtype dt, double p, int *nrows, int *mode);
