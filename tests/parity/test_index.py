@@ -1100,3 +1100,40 @@ def test_empty_and_scalar_inputs():
           torch.where(torch.tensor([True, False]), torch.tensor([float("nan"), 1.0]), torch.tensor([2.0, float("inf")])))
     expect_error(lib.ct_index(h(e), arr([h(torch.tensor([0]))]), 1), lambda: e[torch.tensor([0])])
     expect_error(lib.ct_take(h(e), h(torch.tensor([0]))), lambda: torch.take(e, torch.tensor([0])))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                                   torch.float16, torch.bfloat16, torch.float32, torch.float64],
+                         ids=lambda d: str(d)[6:])
+def test_sort_keys_every_dtype(dtype):
+    """sort / argsort / topk of every dtype along a long dim (the three topk
+    paths) and along dim 0 (strided slices): the keys are loaded as int32 (bool,
+    8-, 16-, 32-bit integers), int64, float (16-bit floats) or double, so the
+    extremes of each dtype, uint8 above 127, ties and NaN must keep torch's
+    stable order. float16 against torch's order of the same values in float32."""
+    n = 1200
+    if dtype == torch.bool:
+        x = torch.randint(0, 2, (3, n), generator=GEN).bool()
+    elif dtype.is_floating_point:
+        x = torch.randint(-50, 50, (3, n), generator=GEN).to(dtype) / 4
+        x[0, 7] = x[1, 100] = float("nan")
+        x[2, 3], x[2, 4] = float("inf"), float("-inf")
+    else:
+        info = torch.iinfo(dtype)
+        x = torch.randint(info.min, info.max, (3, n), generator=GEN, dtype=torch.int64).to(dtype)
+        x[0, :50] = 7  # ties
+        x[1, 10], x[1, 11] = info.min, info.max
+    ref = x.float() if dtype == torch.float16 else x
+    for v, dim in ((x, 1), (x.t().contiguous().t(), 1), (x, 0)):
+        r = ref.t().contiguous().t() if v is not x else ref
+        for desc in (False, True):
+            _, ti = torch.sort(r, dim=dim, descending=desc, stable=True)
+            got_v, got_i = ct_sort(v, dim, desc, True)
+            close(got_i, ti, f"sort {dim} desc={desc} indices: ")
+            close(got_v, torch.gather(v, dim, ti), f"sort {dim} desc={desc} values: ")
+            if dtype == torch.bool or dim == 0:
+                continue
+            for k in (5, 64, 100, 700):
+                tv = torch.topk(r, k, dim, largest=desc)[0]
+                got_v, got_i = ct_topk(v, k, dim, desc, True)
+                close(lib.ct_gather(h(v), dim, got_i), tv.to(dtype), f"topk k={k} largest={desc}: ")
