@@ -529,9 +529,15 @@ typedef uint64_t vu_ __attribute__((vector_size(64)));
         if (IX) memcpy(ix + j, &iv, 64);                                                 \
     }
 
-/* the reductions with no vector loop: all any, norm 0 inf -inf (and of integers) */
-#define COLD_COMBINE(name, W)                                                            \
-    static COLD_CODE void cold_##name(int rk, double p, W *a, const W *x, const W *sh, int64_t bl) { \
+/* the reductions with no vector loop here: all any, norm 0 inf -inf, logsumexp's
+ * sums and norm p of float32 / 16-bit values (rk_cols_pow_exp: vectorised, x
+ * padded to 8 and overwritten), norm p of float64 (libm's pow) */
+#define COLD_COMBINE(name, W, FLOATING)                                                  \
+    static COLD_CODE void cold_##name(int rk, double p, W *a, W *x, const W *sh, int64_t bl, bool f32) { \
+        if (FLOATING && (rk == RK_SUMEXP || (f32 && isfinite(p) && p != 0))) {           \
+            rk_cols_pow_exp((void *)a, (void *)x, rk == RK_SUMEXP ? (const void *)sh : NULL, p, (bl + 7) & ~7); \
+            return;                                                                      \
+        }                                                                                \
         for (int64_t j = 0; j < bl; j++) {                                               \
             double v = (double)x[j], f = fabs(v);                                        \
             if (rk == RK_ALL) a[j] = a[j] && x[j] != 0;                                  \
@@ -543,8 +549,8 @@ typedef uint64_t vu_ __attribute__((vector_size(64)));
             else a[j] += (W)pow(f, p);                                                   \
         }                                                                                \
     }
-COLD_COMBINE(double, double)
-COLD_COMBINE(int64, int64_t)
+COLD_COMBINE(double, double, 1)
+COLD_COMBINE(int64, int64_t, 0)
 
 /* float32 rows into double, vectorised (the callers are compiled for size) */
 static void widen(void *x, const void *g, int64_t n) {
@@ -593,10 +599,8 @@ static void widen(void *x, const void *g, int64_t n) {
                     VCOLS(0, 0, av += xv * xv);                                                \
                 } else if (rk == RK_NORM && p == 1) {                                    \
                     VCOLS(0, 0, av += (vec_t)((vl_)xv & INT64_MAX));                           \
-                } else if (!INT && (rk == RK_SUMEXP || (pl->ct == CT_F32 && isfinite(p) && p != 0))) { \
-                    rk_cols_pow_exp((void *)a, (void *)x, rk == RK_SUMEXP ? (void *)sh : NULL, p, nbl); \
                 } else {                                                                 \
-                    cold_##name(rk, p, a, x, sh, bl);                                    \
+                    cold_##name(rk, p, a, x, sh, bl, pl->ct == CT_F32);                  \
                 }                                                                        \
             }                                                                            \
         }                                                                                \
