@@ -295,8 +295,8 @@ def reduction_case(c):
             g = ct.to_torch(got)
             return what, differs(g, torch.where((g == 0) & (want.abs() < 1e-3), g, want), False)
     elif op == "norm" and dims:
-        p = r.choice([1.0, 2.0, 3.0, math.inf])
-        if p == math.inf and empty_dim:
+        p = r.choice([1.0, 2.0, 3.0, math.inf, 0.5, -1.5])
+        if (p == math.inf or p < 0) and empty_dim:
             return what, None  # torch.norm gives 0, linalg.vector_norm an error
         what += f" p {p}"
         want, got, err = both(lambda: reference(lambda x: torch.linalg.vector_norm(x, ord=p, **red), tv),
