@@ -268,28 +268,48 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
 }
 
 /* a[j] = max (min) of a[j] and x[r][j] for r < nr (1 to 4), j < n, NaN
- * sticky, in float lanes: amax / amin across rows of float32 (read in place)
- * and 16-bit values, which went through double before ([4096, 4096] float32
- * amax(0) at 2x the time of sum(0)); a row at a time stored a[] every row */
-void rk_cols_minmax_f(float *a, const float *const *x, int nr, int64_t n, bool max) {
-    int64_t j = 0;
-#ifdef __AVX512F__
-    for (; j < n; j += 16) {
-        __mmask16 t = n - j < 16 ? (__mmask16)((1u << (n - j)) - 1) : 0xffff;
-        __m512 va = _mm512_maskz_loadu_ps(t, a + j);
-        for (int r = 0; r < nr; r++) {
-            __m512 vx = _mm512_maskz_loadu_ps(t, x[r] + j);
-            __mmask16 m = (max ? _mm512_cmp_ps_mask(vx, va, _CMP_GT_OQ) : _mm512_cmp_ps_mask(vx, va, _CMP_LT_OQ)) |
-                          _mm512_cmp_ps_mask(vx, vx, _CMP_UNORD_Q);
-            va = _mm512_mask_mov_ps(va, m & ~_mm512_cmp_ps_mask(va, va, _CMP_UNORD_Q), vx);
-        }
-        _mm512_mask_storeu_ps(a + j, t, va);
+ * sticky, in float (int32) lanes: amax / amin across rows of float32 and
+ * int32 (read in place) and 16-bit values, which went through double (int64)
+ * before ([4096, 4096] float32 amax(0) at 2x the time of sum(0)); a row at a
+ * time stored a[] every row */
+#define GT_PS(x, a) _mm512_cmp_ps_mask(x, a, _CMP_GT_OQ)
+#define LT_PS(x, a) _mm512_cmp_ps_mask(x, a, _CMP_LT_OQ)
+#define NAN_PS(x) _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q)
+#define NAN_EPI32(x) ((void)(x), (__mmask16)0)
+#define COLS_MINMAX(name, T, VT, PS, GT, LT, NANV, NANCHK)                                \
+    void rk_cols_minmax_##name(T *a, const T *const *x, int nr, int64_t n, bool max) {    \
+        int64_t j = 0;                                                                     \
+        COLS_MINMAX_VEC(T, VT, PS, GT, LT, NANV)                                           \
+        for (; j < n; j++)                                                                 \
+            for (int r = 0; r < nr; r++)                                                   \
+                if (!NANCHK(a[j]) && (NANCHK(x[r][j]) || (max ? x[r][j] > a[j] : x[r][j] < a[j]))) a[j] = x[r][j]; \
     }
+#ifdef __AVX512F__
+#define COLS_MINMAX_VEC(T, VT, PS, GT, LT, NANV)                                          \
+    for (; nr == 1 && j < n; j += 16) { /* one row: a tighter loop (1.3x faster) */         \
+        __mmask16 t = n - j < 16 ? (__mmask16)((1u << (n - j)) - 1) : 0xffff;              \
+        VT va = _mm512_maskz_loadu_##PS(t, a + j), vx = _mm512_maskz_loadu_##PS(t, x[0] + j); \
+        __mmask16 m = ((max ? GT(vx, va) : LT(vx, va)) | NANV(vx)) & ~NANV(va);            \
+        _mm512_mask_storeu_##PS(a + j, m & t, vx);                                         \
+    }                                                                                      \
+    for (; j < n; j += 16) {                                                               \
+        __mmask16 t = n - j < 16 ? (__mmask16)((1u << (n - j)) - 1) : 0xffff;              \
+        VT va = _mm512_maskz_loadu_##PS(t, a + j);                                         \
+        __mmask16 ch = 0; /* the lanes changed: stored (after the first rows, rarely) */   \
+        for (int r = 0; r < nr; r++) {                                                     \
+            VT vx = _mm512_maskz_loadu_##PS(t, x[r] + j);                                  \
+            __mmask16 m = ((max ? GT(vx, va) : LT(vx, va)) | NANV(vx)) & ~NANV(va);        \
+            va = _mm512_mask_mov_##PS(va, m, vx), ch |= m;                                 \
+        }                                                                                  \
+        _mm512_mask_storeu_##PS(a + j, ch & t, va);                                        \
+    }
+#else
+#define COLS_MINMAX_VEC(T, VT, PS, GT, LT, NANV)
 #endif
-    for (; j < n; j++)
-        for (int r = 0; r < nr; r++)
-            if (a[j] == a[j] && (x[r][j] != x[r][j] || (max ? x[r][j] > a[j] : x[r][j] < a[j]))) a[j] = x[r][j];
-}
+#define ISNAN_F(v) ((v) != (v))
+#define NONAN_I(v) ((void)(v), 0)
+COLS_MINMAX(f, float, __m512, ps, GT_PS, LT_PS, NAN_PS, ISNAN_F)
+COLS_MINMAX(i32, int32_t, __m512i, epi32, _mm512_cmpgt_epi32_mask, _mm512_cmplt_epi32_mask, NAN_EPI32, NONAN_I)
 
 /* |x|^p of float32 (or 16-bit) elements as e^(p log|x|) in double, vectorised
  * (libm's pow took 17 ns an element: [4096, 4096] norm(3, dim 1) 272 ms,

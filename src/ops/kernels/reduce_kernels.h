@@ -76,6 +76,7 @@ CT_INTERNAL rk_block_fn rk_block_kernel(int rk, ct_dtype dt, double p, int *nrow
 /* a[j] = max (max) or min of a[j] and x[r][j], r < nr (1-4), j < n; the first
  * NaN sticks (amax / amin across rows) */
 CT_INTERNAL void rk_cols_minmax_f(float *a, const float *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_i32(int32_t *a, const int32_t *const *x, int nr, int64_t n, bool max);
 /* a[j] += e^(x[j] - sh[j]) (sh not NULL), else |x[j]|^p for float32 or 16-bit
  * values x (e^(p log|x|) in double), j < n, a multiple of 8; x is scratch,
  * overwritten: the columns of logsumexp and norm across rows, vectorised */
