@@ -1263,7 +1263,6 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
         return c10_error_int("%s: \"%s_lastdim_kernel_impl\" not implemented for '%s'", name,
                              logm ? "log_softmax" : "softmax", c10_dtype_cname(t->dtype));
     if (t->device == CT_META) ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device));
-    ct_dtype wdt = t->dtype == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32;
     int64_t outer, D, inner;
     split3(t, d, &outer, &D, &inner);
     if (inner == 1 && t->numel) {
@@ -1294,23 +1293,14 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
         }
         ONE(y);
     }
-    TensorImpl *x = wdt == t->dtype ? at_contiguous(t) : contig_copy(t, wdt);
-    if (!x) return -1;
-    TensorImpl *y = c10_empty(t->sizes, t->ndim, wdt, t->device);
-    if (!y) {
-        c10_release(x);
-        return -1;
-    }
-    if (t->numel) {
-        int nt = nthreads_for(t->numel);
-        if (wdt == CT_FLOAT32) softmax_float((const float *)c10_data(x), (float *)c10_data(y), outer, D, inner, logm, nt);
-        else softmax_double((const double *)c10_data(x), (double *)c10_data(y), outer, D, inner, logm, nt);
-    }
+    TensorImpl *x = at_contiguous(t), *y = x ? c10_empty(t->sizes, t->ndim, t->dtype, t->device) : NULL;
+    bool ok = y && (!t->numel || softmax_cols(t->dtype, c10_data(x), c10_data(y), outer, D, inner, logm,
+                                              nthreads_for(t->numel)));
     c10_release(x);
-    if (wdt != t->dtype) {
-        TensorImpl *r = contig_copy(y, t->dtype);
+    if (!ok) {
+        if (y) c10_error("%s: out of memory", name);
         c10_release(y);
-        y = r;
+        return -1;
     }
     ONE(y);
 }

@@ -85,11 +85,11 @@ CT_INTERNAL void rk_cols_pow_exp(double *a, double *x, const double *sh, double 
 CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
 /* softmax / log_softmax of contiguous x viewed [outer, D, inner] along D into
- * y, inner > 1 (the softmax dim is not the last) */
-CT_INTERNAL void softmax_float(const float *x, float *y, int64_t outer, int64_t D,
-                                                         int64_t inner, bool logm, int nt);
-CT_INTERNAL void softmax_double(const double *x, double *y, int64_t outer, int64_t D,
-                                                          int64_t inner, bool logm, int nt);
+ * the contiguous y, inner > 1 (the softmax dim is not the last); dtype dt:
+ * float32, float64, float16, bfloat16 (the last two computed in float and
+ * rounded once). false: out of memory. */
+CT_INTERNAL bool softmax_cols(ct_dtype dt, const void *x, void *y, int64_t outer, int64_t D, int64_t inner, bool logm,
+                              int nt);
 /* The rows of a strided tensor: row o (row-major over the dims other than the
  * softmax dim, coalesced into nd dims) starts at rk_row_offset(g, o) elements. */
 typedef struct RowGeom {

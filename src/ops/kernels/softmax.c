@@ -3,6 +3,7 @@
  * reduce.c. */
 #include "ops/kernels/reduce_kernels.h"
 #include "ops/kernels/vmath.h"
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -17,49 +18,6 @@ static inline float flog(float x) { return logf(x); }
 static inline double dlog(double x) { return log(x); }
 #define LOG_float flog
 #define LOG_double dlog
-#define SB 256 /* columns per block when the softmax dim is not innermost */
-
-/* The column blocks, when the softmax dim is not the innermost: the max, the
- * exps and their sums, the scaling, each a pass over the block's D rows. */
-#define SOFTMAX_COLS(T)                                                                  \
-    /* columns j0..j0+bl of one outer slice [D, inner] */                                \
-    static void softmax_cols_##T(const T *x, T *y, int64_t D, int64_t inner, int64_t bl, bool logm) { \
-        T m[SB], s[SB];                                                                  \
-        for (int64_t j = 0; j < bl; j++) m[j] = -INFINITY, s[j] = 0;                     \
-        for (int64_t k = 0; k < D; k++) {                                                \
-            const T *restrict r = x + k * inner;                                         \
-            for (int64_t j = 0; j < bl; j++) m[j] = r[j] > m[j] ? r[j] : m[j];           \
-        }                                                                                \
-        for (int64_t k = 0; k < D; k++) {                                                \
-            const T *restrict r = x + k * inner;                                         \
-            T *restrict w = y + k * inner;                                               \
-            for (int64_t j = 0; j < bl; j++) {                                           \
-                T e = EXP_##T(r[j] - m[j]);                                              \
-                s[j] += e;                                                               \
-                if (!logm) w[j] = e;                                                     \
-            }                                                                            \
-        }                                                                                \
-        for (int64_t j = 0; j < bl; j++) s[j] = logm ? LOG_##T(s[j]) : 1 / s[j];         \
-        for (int64_t k = 0; k < D; k++) {                                                \
-            const T *restrict r = x + k * inner;                                         \
-            T *restrict w = y + k * inner;                                               \
-            if (logm)                                                                    \
-                for (int64_t j = 0; j < bl; j++) w[j] = (r[j] - m[j]) - s[j];            \
-            else                                                                         \
-                for (int64_t j = 0; j < bl; j++) w[j] *= s[j];                           \
-        }                                                                                \
-    }                                                                                    \
-    void softmax_##T(const T *x, T *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) { \
-        (void)nt;                                                                        \
-        int64_t nb = (inner + SB - 1) / SB;                                              \
-        OMP_FOR_NT                                                                       \
-        for (int64_t u = 0; u < outer * nb; u++) {                                       \
-            int64_t o = u / nb, j0 = (u % nb) * SB, bl = inner - j0 < SB ? inner - j0 : SB; \
-            softmax_cols_##T(x + o * D * inner + j0, y + o * D * inner + j0, D, inner, bl, logm); \
-        }                                                                                \
-    }
-SOFTMAX_COLS(float)
-SOFTMAX_COLS(double)
 
 /* ---------------------------------------------------------------- rows */
 
@@ -112,6 +70,8 @@ static inline float ls_bf16(float s) { return round_bf16(logf(round_bf16(s))); }
 #define M_double __mmask8
 #define W_float 16
 #define W_double 8
+#define CMP_float _mm512_cmp_ps_mask
+#define CMP_double _mm512_cmp_pd_mask
 #define VOP_float(op) _mm512_##op##_ps
 #define VOP_double(op) _mm512_##op##_pd
 /* exps of x - max <= 0: vmath.h's without the upper clamp (the float one with
@@ -229,6 +189,139 @@ STORE_FNS(double)
     }
 STORED_TYPES(ROW)
 
+/* Columns, when the softmax dim is not the innermost: blocks of bl adjacent
+ * columns of one [D, inner] slice (x, y at the block's first column), one
+ * lane per column, as wide as CB elements: the blocks' rows are read in order
+ * (narrower blocks sized for L2, whose rows lie inner apart, were slower).
+ * The first pass reads the D rows, prefetched CPF bytes ahead, keeping per
+ * column the running max m and the sum s of exp(x - m), CG rows at a time:
+ * when their max exceeds m, s is first scaled by exp(m - max). m starts at
+ * -FLT_MAX, not -inf: an all -inf column keeps s 0 (exp(-inf - m) is 0, where
+ * -inf - -inf is NaN) and ends NaN as torch's, as +inf or NaN anywhere do
+ * (through s). The second pass writes exp(x - m) / s, or (x - m) - log(s)
+ * (float32's log for bfloat16 too: torch 1.13 rounds once here), each
+ * rounded once to S. Narrow columns (inner under 4 W, D at least 2 W) run
+ * R rows at a time, as rows of L = R * inner positions (whole vectors, 4 at
+ * least: one vector's steps form a chain), position p holding column
+ * p % inner; the D % R rows left update positions below inner, then each
+ * column's R states are merged and copied back to all its positions. */
+#define NOINLINE __attribute__((noinline)) /* one copy */
+#define CB 1024 /* the widest block, in elements */
+#define CG 4    /* rows per step of the running max (8: 5-15% faster, 4 KB more) */
+#define CPF 16384 /* the prefetch distance, in bytes */
+/* the D rows of a block at x, rs apart, lb bytes each, from row k + CPF bytes on */
+static inline void cprefetch(const void *x, int64_t rs, int64_t k, int64_t D, int n, int lb) {
+    int64_t d = k + (CPF + lb - 1) / lb;
+    for (int g = 0; g < n && d + g < D; g++) {
+        const char *p = (const char *)x + (d + g) * rs;
+        for (int b = 0; b < lb; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+        _mm_prefetch(p + lb - 1, _MM_HINT_T0);
+    }
+}
+/* the state of columns c < inner from their R positions' (c + r inner),
+ * copied back to all of them */
+#define CMERGE(C)                                                                        \
+    COLD_CODE static void cmerge_##C(C *m, C *s, int64_t inner, int64_t R) {            \
+        for (int64_t c = 0; c < inner; c += W_##C) {                                     \
+            M_##C k = inner - c < W_##C ? TAIL(C, inner - c) : (M_##C)-1;                 \
+            V_##C m0 = VOP_##C(maskz_loadu)(k, m + c), s0 = VOP_##C(maskz_loadu)(k, s + c); \
+            for (int64_t r = 1; r < R; r++) {                                            \
+                V_##C mr = VOP_##C(maskz_loadu)(k, m + r * inner + c), mn = VOP_##C(max)(m0, mr); \
+                V_##C sr = VOP_##C(mul)(VOP_##C(maskz_loadu)(k, s + r * inner + c), VEXP_##C(VOP_##C(sub)(mr, mn))); \
+                s0 = VOP_##C(fmadd)(s0, VEXP_##C(VOP_##C(sub)(m0, mn)), sr);             \
+                m0 = mn;                                                                 \
+            }                                                                            \
+            VOP_##C(mask_storeu)(m + c, k, m0);                                          \
+            VOP_##C(mask_storeu)(s + c, k, s0);                                          \
+        }                                                                                \
+        for (int64_t r = 1; r < R; r++) {                                                \
+            memcpy(m + r * inner, m, (size_t)inner * sizeof *m);                         \
+            memcpy(s + r * inner, s, (size_t)inner * sizeof *s);                         \
+        }                                                                                \
+    }
+CMERGE(float)
+CMERGE(double)
+/* the sum a of exps of x - mo as exps of x - mn (one copy: a new max is rare) */
+#define RESCALE(C)                                                                       \
+    NOINLINE static V_##C rescale_##C(V_##C a, V_##C mo, V_##C mn) { return VOP_##C(mul)(a, VEXP_##C(VOP_##C(sub)(mo, mn))); }
+RESCALE(float)
+RESCALE(double)
+/* the exps of v - m scaled by a */
+#define EXPSCALE(C)                                                                      \
+    static inline V_##C expscale_##C(V_##C v, V_##C m, V_##C a) { return VOP_##C(mul)(VEXP_##C(VOP_##C(sub)(v, m)), a); }
+EXPSCALE(float)
+EXPSCALE(double)
+/* w[i] = F(r[i], m, a) along a row of a block, bl elements */
+#define CROW(tag, C, w, r, bl, F, m, a)                                                  \
+    do {                                                                                 \
+        int64_t i = 0;                                                                   \
+        for (; i + W_##C <= bl; i += W_##C)                                              \
+            ST_##tag(w + i, F##_##C(LD_##tag(r + i), VOP_##C(load)(m + i), VOP_##C(load)(a + i))); \
+        if (i < bl)                                                                      \
+            STM_##tag(w + i, TAIL(C, bl - i),                                            \
+                      F##_##C(LDZ_##tag(TAIL(C, bl - i), r + i), VOP_##C(load)(m + i), VOP_##C(load)(a + i))); \
+    } while (0)
+#define COLS(tag, S, C, LS)                                                              \
+    /* one step: n rows (CG or 1) of the vector at x, rs apart, lanes k */               \
+    static inline __attribute__((always_inline)) void cstep_##tag(const S *x, int64_t rs, const int n, M_##C k, \
+                                                                 C *m, C *s) {           \
+        V_##C v[CG], t[CG];                                                              \
+        _Pragma("GCC unroll 8") for (int g = 0; g < n; g++) t[g] = v[g] = LDZ_##tag(k, x + g * rs); \
+        for (int h = 1; h < n; h *= 2) /* the max of n (a power of 2), as a tree */      \
+            _Pragma("GCC unroll 8") for (int g = 0; g + h < n; g += 2 * h) t[g] = VOP_##C(max)(t[g + h], t[g]); \
+        V_##C mx = t[0];                                                                 \
+        V_##C mo = VOP_##C(load)(m), mn = VOP_##C(max)(mx, mo), a = VOP_##C(load)(s), b = VOP_##C(setzero)(); \
+        if (CMP_##C(mn, mo, _CMP_GT_OQ)) a = rescale_##C(a, mo, mn);                     \
+        _Pragma("GCC unroll 8") for (int g = 0; g < n; g += 2) { /* two chains */        \
+            a = VOP_##C(add)(a, VEXP_##C(VOP_##C(sub)(v[g], mn)));                       \
+            if (g + 1 < n) b = VOP_##C(add)(b, VEXP_##C(VOP_##C(sub)(v[g + 1], mn)));    \
+        }                                                                                \
+        VOP_##C(mask_store)(m, k, mn); /* lanes past k: other columns' positions */      \
+        VOP_##C(mask_store)(s, k, VOP_##C(add)(a, b));                                   \
+    }                                                                                    \
+    /* a step of one row (the rows left after the groups of CG; one copy) */          \
+    NOINLINE static void cstep1_##tag(const S *x, M_##C k, C *m, C *s) { cstep_##tag(x, 0, 1, k, m, s); } \
+    /* the first pass over D rows of bl, rs apart */                                     \
+    static void cpass1_##tag(const S *x, int64_t rs, int64_t D, int64_t bl, C *m, C *s) { \
+        int nv = (int)((bl + W_##C - 1) / W_##C), lb = (int)(bl * (int64_t)sizeof(S));   \
+        M_##C kt = bl % W_##C ? TAIL(C, bl % W_##C) : (M_##C)-1;                          \
+        int64_t k = 0;                                                                   \
+        for (; k + CG <= D; k += CG) {                                                   \
+            cprefetch(x, rs * (int64_t)sizeof(S), k, D, CG, lb);                          \
+            _Pragma("GCC unroll 1") for (int v = 0; v < nv - 1; v++) cstep_##tag(x + k * rs + v * W_##C, rs, CG, (M_##C)-1, m + v * W_##C, s + v * W_##C); \
+            cstep_##tag(x + k * rs + (nv - 1) * W_##C, rs, CG, kt, m + (nv - 1) * W_##C, s + (nv - 1) * W_##C); \
+        }                                                                                \
+        for (; k < D; k++)                                                               \
+            for (int v = 0; v < nv; v++)                                                 \
+                cstep1_##tag(x + k * rs + v * W_##C, v == nv - 1 ? kt : (M_##C)-1, m + v * W_##C, s + v * W_##C); \
+    }                                                                                    \
+    /* the second: y from x, m and a (1 / s or log(s)) */                                \
+    static void cpass2_##tag(const S *x, S *y, int64_t rs, int64_t D, int64_t bl, const C *m, const C *a, bool logm) { \
+        int lb = (int)(bl * (int64_t)sizeof(S));                                         \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const S *r = x + k * rs;                                                     \
+            S *w = y + k * rs;                                                           \
+            cprefetch(x, rs * (int64_t)sizeof(S), k, D, 1, lb);                           \
+            if (logm) CROW(tag, C, w, r, bl, logsub, m, a);                              \
+            else CROW(tag, C, w, r, bl, expscale, m, a);                                 \
+        }                                                                                \
+    }                                                                                    \
+    /* a block: bl columns, or (R > 1) all inner columns R rows at a time */             \
+    COLD_CODE static void cols_##tag(const S *x, S *y, int64_t D, int64_t inner, int64_t bl, int64_t R, bool logm) { \
+        _Alignas(64) C m[CB], s[CB];                                                     \
+        int64_t L = R > 1 ? R * inner : bl, rs = R > 1 ? L : inner, nq = D / R, nr = D % R; \
+        for (int64_t p = 0; p < (L + W_##C - 1) / W_##C * W_##C; p++) m[p] = sizeof(C) == 4 ? -FLT_MAX : -DBL_MAX, s[p] = 0; \
+        cpass1_##tag(x, rs, nq, L, m, s);                                                \
+        if (R > 1) {                                                                     \
+            cpass1_##tag(x + nq * L, inner, nr, inner, m, s);                            \
+            cmerge_##C(m, s, inner, R);                                                  \
+        }                                                                                \
+        for (int64_t p = 0; p < L; p++) s[p] = logm ? LOG_##C(s[p]) : 1 / s[p];          \
+        cpass2_##tag(x, y, rs, nq, L, m, s, logm);                                       \
+        if (R > 1) cpass2_##tag(x + nq * L, y + nq * L, inner, nr, inner, m, s, logm);   \
+    }
+STORED_TYPES(COLS)
+
 /* Blocks of W adjacent rows of a transposed view (the rows one element apart,
  * their elements es apart), one lane per row, TP blocks side by side: TP
  * lines per position k, in one page (a block's D lines lie in D pages, and
@@ -266,7 +359,6 @@ static inline void tr8(__m512d *r) { /* the 8 x 8 transpose of r[] */
         r[2 + c] = _mm512_shuffle_f64x2(u1, w1, 0x88), r[6 + c] = _mm512_shuffle_f64x2(u1, w1, 0xdd);
     }
 }
-#define NOINLINE __attribute__((noinline)) /* one copy: the passes run once per block */
 /* the transposed W positions e[] (n of them) into the nr rows of y, ys apart
  * (masked stores only for a tail: they stall when they miss) */
 #define TPUT(C, tr)                                                                      \
@@ -432,6 +524,48 @@ ROW_PLAIN(double)
     }
 ROW_HALF(f16, false)
 ROW_HALF(bf16, true)
+#define SB 256 /* columns per block when the softmax dim is not innermost */
+/* The column blocks, when the softmax dim is not the innermost: the max, the
+ * exps and their sums, the scaling, each a pass over the block's D rows. */
+#define SOFTMAX_COLS(T)                                                                  \
+    /* columns j0..j0+bl of one outer slice [D, inner] */                                \
+    static void softmax_cols_##T(const T *x, T *y, int64_t D, int64_t inner, int64_t bl, bool logm) { \
+        T m[SB], s[SB];                                                                  \
+        for (int64_t j = 0; j < bl; j++) m[j] = -INFINITY, s[j] = 0;                     \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            for (int64_t j = 0; j < bl; j++) m[j] = r[j] > m[j] ? r[j] : m[j];           \
+        }                                                                                \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            T *restrict w = y + k * inner;                                               \
+            for (int64_t j = 0; j < bl; j++) {                                           \
+                T e = EXP_##T(r[j] - m[j]);                                              \
+                s[j] += e;                                                               \
+                if (!logm) w[j] = e;                                                     \
+            }                                                                            \
+        }                                                                                \
+        for (int64_t j = 0; j < bl; j++) s[j] = logm ? LOG_##T(s[j]) : 1 / s[j];         \
+        for (int64_t k = 0; k < D; k++) {                                                \
+            const T *restrict r = x + k * inner;                                         \
+            T *restrict w = y + k * inner;                                               \
+            if (logm)                                                                    \
+                for (int64_t j = 0; j < bl; j++) w[j] = (r[j] - m[j]) - s[j];            \
+            else                                                                         \
+                for (int64_t j = 0; j < bl; j++) w[j] *= s[j];                           \
+        }                                                                                \
+    }                                                                                    \
+    static void softmax_##T(const T *x, T *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) { \
+        (void)nt;                                                                        \
+        int64_t nb = (inner + SB - 1) / SB;                                              \
+        OMP_FOR_NT                                                                       \
+        for (int64_t u = 0; u < outer * nb; u++) {                                       \
+            int64_t o = u / nb, j0 = (u % nb) * SB, bl = inner - j0 < SB ? inner - j0 : SB; \
+            softmax_cols_##T(x + o * D * inner + j0, y + o * D * inner + j0, D, inner, bl, logm); \
+        }                                                                                \
+    }
+SOFTMAX_COLS(float)
+SOFTMAX_COLS(double)
 #endif
 
 /* The rows, over nt threads. Each thread's part of buf (per bytes): eb bytes
@@ -498,5 +632,59 @@ COLD_CODE int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *
 #else
     (void)dt, (void)x, (void)g, (void)es, (void)y, (void)D, (void)logm, (void)nt;
     return 0;
+#endif
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+/* the blocks of the outer slices, bl columns at most (R rows at a time: all
+ * columns), over nt threads */
+#define COLS_ALL(tag, S, C, LS)                                                          \
+    static void cols_all_##tag(const S *x, S *y, int64_t outer, int64_t D, int64_t inner, int64_t bl, int64_t R, \
+                               bool logm, int nt) {                                      \
+        (void)nt;                                                                        \
+        int64_t nb = (inner + bl - 1) / bl;                                              \
+        OMP_FOR_NT                                                                       \
+        for (int64_t u = 0; u < outer * nb; u++) {                                       \
+            int64_t o = u / nb, j0 = u % nb * bl, off = o * D * inner + j0;               \
+            cols_##tag(x + off, y + off, D, inner, inner - j0 < bl ? inner - j0 : bl, R, logm); \
+        }                                                                                \
+    }
+STORED_TYPES(COLS_ALL)
+#endif
+
+bool softmax_cols(ct_dtype dt, const void *x, void *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+    /* blocks of equal widths (whole vectors), CB at most, one a thread at
+     * least; narrow columns R rows at a time, R a multiple of W / gcd(inner,
+     * W), for rows of 4 W at least */
+    int64_t w = dt == CT_FLOAT64 ? 8 : 16, nb = (inner + CB - 1) / CB, R = 1;
+    if (outer * nb < nt) nb = (nt + outer - 1) / outer;
+    int64_t bl = ((inner + nb - 1) / nb + w - 1) / w * w;
+    if (inner < 4 * w && D >= 2 * w) {
+        int64_t p2 = inner & -inner; /* the largest power of 2 dividing inner */
+        R = w / (p2 < w ? p2 : w);
+        while (R * inner < 4 * w) R *= 2;
+        bl = inner;
+    }
+    if (dt == CT_FLOAT32) cols_all_f32(x, y, outer, D, inner, bl, R, logm, nt);
+    else if (dt == CT_FLOAT64) cols_all_f64(x, y, outer, D, inner, bl, R, logm, nt);
+    else if (dt == CT_FLOAT16) cols_all_f16(x, y, outer, D, inner, bl, R, logm, nt);
+    else cols_all_bf16(x, y, outer, D, inner, bl, R, logm, nt);
+    return true;
+#else
+    if (dt == CT_FLOAT32 || dt == CT_FLOAT64) {
+        if (dt == CT_FLOAT32) softmax_float(x, y, outer, D, inner, logm, nt);
+        else softmax_double(x, y, outer, D, inner, logm, nt);
+        return true;
+    }
+    /* 16-bit: widened whole, computed in float, rounded */
+    int64_t n = outer * D * inner;
+    float *b = malloc((size_t)n * sizeof *b);
+    if (!b) return false;
+    c10_half_to_float_n(b, x, dt == CT_BFLOAT16, n);
+    softmax_float(b, b, outer, D, inner, logm, nt);
+    c10_float_to_half_n(y, b, dt == CT_BFLOAT16, n);
+    free(b);
+    return true;
 #endif
 }
