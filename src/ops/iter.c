@@ -595,6 +595,23 @@ static void run_row(const Plan *pl, char *const *ptr, const bool *direct, char *
     if (!direct[0]) scatter(ptr[0], pl->dtype[0], pl->stride[0][0], buffers[0], pl->want[0], n);
 }
 
+/* Elements per buffered step: CHUNK, and no more than STEP_BYTES of an input
+ * gathered from dense lines (x[:, ::2] of 8-byte elements: 256). The kernel's
+ * pass over a step's buffers leaves memory idle past what the prefetchers
+ * run ahead; shorter steps keep the reads going (exp of a ::2 slice of
+ * [4096, 8192] float64, 1 thread: 22.8 -> 17.7 ms, 18.5 -> 17.5; add 26.0 ->
+ * 25.1, 20.7 -> 19.5). 16-bit slices keep 1,024 (4 KiB of input): 512 took
+ * 20-40% longer. */
+#define STEP_BYTES 4096
+static int64_t step_length(const Plan *pl) {
+    int64_t chunk = CHUNK;
+    for (int k = 1; k < pl->nops; k++) {
+        int64_t st = pl->stride[k][0] < 0 ? -pl->stride[k][0] : pl->stride[k][0];
+        if (st > (int64_t)c10_elsize[pl->dtype[k]] && st <= 64 && STEP_BYTES / st < chunk) chunk = STEP_BYTES / st;
+    }
+    return chunk;
+}
+
 static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kernel, const double *s) {
     int64_t idx[CT_MAX_DIMS];
     int64_t rest = begin;
@@ -604,11 +621,12 @@ static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kern
     }
     bool direct[MAXOPS], all_direct;
     find_direct(pl, direct, &all_direct);
+    int64_t chunk = step_length(pl);
     char *ptr[MAXOPS], *none[MAXOPS] = {0};
     while (begin < end) {
         int64_t n = pl->shape[0] - idx[0];
         if (n > end - begin) n = end - begin;
-        if (!all_direct && n > CHUNK) n = CHUNK;
+        if (!all_direct && n > chunk) n = chunk;
         for (int k = 0; k < pl->nops; k++) {
             ptr[k] = pl->data[k];
             for (int d = 0; d < pl->ndim; d++) ptr[k] += idx[d] * pl->stride[k][d];

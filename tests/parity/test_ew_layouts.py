@@ -19,7 +19,7 @@ T = c_void_p
 for _n in ("add", "mul", "sub"):
     ct.declare("ct_" + _n, T, [T, T])
     ct.declare("ct_" + _n + "_", c_int, [T, T])
-for _n in ("neg", "sqrt"):
+for _n in ("neg", "sqrt", "exp"):
     ct.declare("ct_" + _n, T, [T])
     ct.declare("ct_" + _n + "_", c_int, [T])
 ct.declare("ct_where", T, [T, T, T])
@@ -347,3 +347,25 @@ def test_step_edges_slices(dtype):
                 view = ct.check(lib.ct_slice(h, 1, start, cols, 2))
                 ct.check_int(lib.ct_sub_(view, ct.from_torch(y)))
                 ct.assert_close(h, want, what=f"sub_ into a {start}::2 slice, {cols}: ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.float32, torch.int32, torch.float16], ids=IDS)
+@pytest.mark.parametrize("step", [2, 3, 4, 8])
+def test_step_edges_dense_strides(dtype, step):
+    """Inputs gathered from dense lines (strides of 2..8 elements, up to 64
+    bytes) go by steps of at most 4 KiB of input (iter.c's step_length: 256
+    elements of a float64 ::2 slice, 64 of a ::8 one): lengths around those
+    steps, rows of them, and sizes that split over two threads; add bit for
+    bit, and exp of float64 bit for bit ctorch's exp of the slice made
+    contiguous (the same kernel, by other steps)."""
+    for cols in (63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1025, 2049):
+        for rows in (1, 3) if cols < 2049 else (1, 3, 40):
+            w = values((rows, cols * step + 1), dtype, 70 + cols)
+            x = w[:, 1::step][:, :cols]
+            y = values((rows, cols), dtype, 71 + cols)
+            ct.assert_close(binary("add", x, y), torch_binary("add", x, y), what=f"{rows}x{cols} ::{step}: ")
+            ct.assert_close(binary("mul", y, x), torch_binary("mul", y, x), what=f"{rows}x{cols} ::{step}, b * x: ")
+            if dtype == torch.float64:
+                got = ct.to_torch(ct.check(lib.ct_exp(ct.from_torch(x))))
+                ref = ct.to_torch(ct.check(lib.ct_exp(ct.from_torch(x.contiguous()))))
+                assert torch.equal(got.view(torch.int64), ref.view(torch.int64)), f"exp {rows}x{cols} ::{step}"

@@ -10,7 +10,8 @@ benchmark measures (and 8-bit and bool ones), with shapes around the tiles
 sliced 3-d views, alpha, in-place forms with a transposed self or other, and
 sizes that split over two threads.
 
-exp and sigmoid of int32 / int64 take the integers themselves (blocks of 128
+exp and sigmoid of int32 / int64 take the integers themselves (with AVX-512
+16 at a time in registers, the tail under a mask; else blocks of 128
 converted in L1) and give float32 (sqrt, rsqrt and reciprocal, through the
 engine's conversion, alongside): checked bit for bit against the float32
 path they replace (ctorch's exp of the input converted to float32), within
@@ -172,7 +173,8 @@ def test_float_unary_of_ints(fn, dtype):
     views = [int_values((n,), dtype, n) for n in lengths]
     views += [int_values((130, 67), dtype, 1).t(), int_values((40, 300), dtype, 2)[:, ::3],
               int_values((6, 70, 9), dtype, 3).permute(2, 0, 1), int_values((300, 270), dtype, 4)[3:, 5:],
-              int_values((1, 1), dtype, 5), torch.tensor(7, dtype=dtype)]
+              int_values((1, 1), dtype, 5), torch.tensor(7, dtype=dtype),
+              int_values((37,), dtype, 7).expand(50, 37)]
     for x in views:
         h = ct.check(getattr(lib, "ct_" + fn)(ct.from_torch(x)))
         want = getattr(torch, fn)(x)

@@ -352,11 +352,34 @@ HAND_KERNELS(HAND16)
  * Through the float32 kernel, the engine converts 1,024 integers at a time
  * into a buffer and then runs the kernel over it: two passes, the reads of
  * the conversion not overlapped with the kernel's work. These take the
- * integers themselves, IB at a time: converted into a block that stays in L1
- * (one rounding, as c10_convert's), then the float32 array function. Bit for
- * bit the old path. 128: as engine steps, the fastest of 32 to 1,024 (exp of
+ * integers themselves. With AVX-512, 16 at a time into registers (vcvtdq2ps,
+ * vcvtqq2ps: the rounding of the C conversion) and through the row's vector
+ * function, the one its float32 array function runs: bit for bit the float32
+ * path, with no block in L1 and its second pass (exp of [4096, 4096] int32, 1
+ * thread, ms: 5.94 -> 4.85 contiguous, 9.96 -> 8.46 as a ::2 slice; torch
+ * ~600; int64 unchanged, 7.6). Otherwise IB at a time: converted into a
+ * block that stays in L1 (one rounding, as c10_convert's), then the float32
+ * array function. 128: as engine steps, the fastest of 32 to 1,024 (exp of
  * [4096, 4096] int32, 1 thread: 7.6 ms by 1,024, 5.2 by 128, 5.7 by 64). */
 #define IB 128
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+/* 16 integers (the first ones of mask k) as floats */
+static inline __m512 int_vec(const char *x, bool wide, __mmask16 k) {
+    if (!wide) return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, x));
+    __m256 lo = _mm512_cvtepi64_ps(_mm512_maskz_loadu_epi64((__mmask8)k, x));
+    __m256 hi = _mm512_cvtepi64_ps(_mm512_maskz_loadu_epi64((__mmask8)(k >> 8), x + 64));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+static inline __attribute__((always_inline)) void run_int_vec(int64_t n, char **p, bool wide, __m512 (*f)(__m512)) {
+    float *o = (float *)p[0];
+    const char *x = p[1];
+    int64_t es = wide ? 8 : 4, i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, f(int_vec(x + i * es, wide, 0xFFFF)));
+    __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+    if (k) _mm512_mask_storeu_ps(o + i, k, f(int_vec(x + i * es, wide, k)));
+}
+#define RUN_INT(n, p, s, wide, f32, vf) ((void)(s), run_int_vec(n, p, wide, vf))
+#else
 static __attribute__((noinline)) void run_int(int64_t n, char **p, const double *s, bool wide, ew_kernel f32) {
     _Alignas(64) float v[IB];
     for (int64_t i = 0; i < n; i += IB) {
@@ -369,13 +392,16 @@ static __attribute__((noinline)) void run_int(int64_t n, char **p, const double 
         f32(m, q, s);
     }
 }
-/* The rows that get them, with their float32 kernels. Not sqrt, rsqrt and
- * reciprocal: int32 10% slower than the engine's two passes, int64 10% faster
- * (1 thread, [4096, 4096]); log, tanh and the other libm rows: no change. */
-#define INT_ROWS(X) X(exp, h_exp_f32) X(sigmoid, h_sigmoid_f32)
-#define KINT(name, f32)                                                          \
-    static void ki_##name##_i32(int64_t n, char **p, const double *s) { run_int(n, p, s, false, f32); } \
-    static void ki_##name##_i64(int64_t n, char **p, const double *s) { run_int(n, p, s, true, f32); }
+#define RUN_INT(n, p, s, wide, f32, vf) run_int(n, p, s, wide, f32)
+#endif
+/* The rows that get them, with their float32 kernels and vector functions.
+ * Not sqrt, rsqrt and reciprocal: int32 10% slower than the engine's two
+ * passes, int64 10% faster (1 thread, [4096, 4096], by blocks of IB); log,
+ * tanh and the other libm rows: no change. */
+#define INT_ROWS(X) X(exp, h_exp_f32, vm_expf16) X(sigmoid, h_sigmoid_f32, vm_sigmoidf16)
+#define KINT(name, f32, vf)                                                      \
+    static void ki_##name##_i32(int64_t n, char **p, const double *s) { RUN_INT(n, p, s, false, f32, vf); } \
+    static void ki_##name##_i64(int64_t n, char **p, const double *s) { RUN_INT(n, p, s, true, f32, vf); }
 INT_ROWS(KINT)
 
 /* The rows' stamped kernels, then the hand-written ones over them. */
@@ -400,7 +426,7 @@ static const KernelTable kernels[OP_COUNT] = {
 #define HAND16_ENTRY(name, TT, dt, fn) HAND16_ENTRY_##TT(name)
 #define HAND16_ENTRY_f32 ENTRIES16
 #define HAND16_ENTRY_f64(name)
-#define KINT_ENTRY(name, f32) [OP_##name][CT_INT32] = ki_##name##_i32, [OP_##name][CT_INT64] = ki_##name##_i64,
+#define KINT_ENTRY(name, f32, vf) [OP_##name][CT_INT32] = ki_##name##_i32, [OP_##name][CT_INT64] = ki_##name##_i64,
     FUSED_ROWS(ENTRIES16)
     HAND_KERNELS(HAND16_ENTRY)
     INT_ROWS(KINT_ENTRY)
