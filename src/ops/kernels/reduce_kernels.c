@@ -35,13 +35,21 @@
  * vectorise c10_h2f), a shift; of a ::2 slice, the low halves of 16 32-bit
  * words (the compiler's own stride-2 code shuffles words one by one) */
 #define LOADV_f16_1(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
-#define LOADV_f16_2(p) _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_loadu_si512((const void *)(p))))
+#define LOADV_f16_2(p) _mm512_cvtph_ps(_mm512_cvtepi32_epi16(LOAD_EVEN16(p)))
 #define LOADV_bf16_1(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
-#define LOADV_bf16_2(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_loadu_si512((const void *)(p)), 16))
+#define LOADV_bf16_2(p) _mm512_castsi512_ps(_mm512_slli_epi32(LOAD_EVEN16(p), 16))
+/* 32 16-bit elements of which the even ones are used: the last (odd) one is
+ * masked off, as it may lie past the end of the slice's storage */
+#ifdef __AVX512BW__
+#define LOAD_EVEN16(p) _mm512_maskz_loadu_epi16(0x7fffffff, (const void *)(p))
+#else
+#define LOAD_EVEN16(p) _mm512_loadu_si512((const void *)(p))
+#endif
 /* of a float32 / float64 ::2 slice, the even lanes of two registers (the
- * compiler's version spilled its 64 lanes: 15.6 GB/s at 1 thread) */
-#define LOADV_float_2(p) _mm512_permutex2var_ps(_mm512_loadu_ps(p), EVEN16, _mm512_loadu_ps((p) + 16))
-#define LOADV_double_2(p) _mm512_permutex2var_pd(_mm512_loadu_pd(p), EVEN8, _mm512_loadu_pd((p) + 8))
+ * compiler's version spilled its 64 lanes: 15.6 GB/s at 1 thread); the last
+ * (odd, unused) element is masked off: it may lie past the storage's end */
+#define LOADV_float_2(p) _mm512_permutex2var_ps(_mm512_loadu_ps(p), EVEN16, _mm512_maskz_loadu_ps(0x7fff, (p) + 16))
+#define LOADV_double_2(p) _mm512_permutex2var_pd(_mm512_loadu_pd(p), EVEN8, _mm512_maskz_loadu_pd(0x7f, (p) + 8))
 #define EVEN16 _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
 #define EVEN8 _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14)
 #define VREG_float __m512, 16, ps
