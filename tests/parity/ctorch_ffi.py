@@ -202,6 +202,19 @@ for _row in SIGNATURES:
     declare(*_row)
 
 
+def declare_elementwise(unary, binary):
+    """Bind ct_<op> and ct_<op>_ of unary ops, and ct_<op>, ct_<op>_,
+    ct_<op>_scalar, ct_<op>_scalar_ of binary ops (ops.def's forms)."""
+    for n in unary:
+        declare("ct_" + n, T, [CT])
+        declare("ct_" + n + "_", c_int, [T])
+    for n in binary:
+        declare("ct_" + n, T, [CT, CT])
+        declare("ct_" + n + "_", c_int, [T, CT])
+        declare("ct_" + n + "_scalar", T, [CT, c_double])
+        declare("ct_" + n + "_scalar_", c_int, [T, c_double])
+
+
 def has(*names):
     """True when the library exports every one of names."""
     return all(hasattr(lib, n) for n in names)

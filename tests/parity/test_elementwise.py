@@ -26,15 +26,9 @@ BINARY = ["add", "sub", "mul", "div", "remainder", "fmod", "pow", "atan2", "maxi
           "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
           "bitwise_and", "bitwise_or", "bitwise_xor"]
 
-for _n in UNARY + TESTS:
+ct.declare_elementwise(UNARY, BINARY)
+for _n in TESTS:
     ct.declare("ct_" + _n, T, [T])
-for _n in UNARY:
-    ct.declare("ct_" + _n + "_", c_int, [T])
-for _n in BINARY:
-    ct.declare("ct_" + _n, T, [T, T])
-    ct.declare("ct_" + _n + "_", c_int, [T, T])
-    ct.declare("ct_" + _n + "_scalar", T, [T, c_double])
-    ct.declare("ct_" + _n + "_scalar_", c_int, [T, c_double])
 for _row in [("ct_add_alpha", T, [T, T, c_double]), ("ct_add_alpha_", c_int, [T, T, c_double]),
              ("ct_sub_alpha", T, [T, T, c_double]), ("ct_rsub_scalar", T, [T, c_double]),
              ("ct_div_mode", T, [T, T, c_char_p]), ("ct_div_scalar_mode", T, [T, c_double, c_char_p]),

@@ -52,14 +52,7 @@ EXACT = {"add", "sub", "mul", "div", "maximum", "minimum", "eq", "ne", "lt", "le
          "sign", "sqrt", "square", "relu", "floor", "ceil", "round", "trunc", "isnan", "isinf", "isfinite",
          "logical_not", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
          "reciprocal", "fmod"}
-for _n in UNARY:  # bound here too: run alone, the module must not rely on another's declarations
-    ct.declare("ct_" + _n, T, [CT])
-    ct.declare("ct_" + _n + "_", c_int, [T])
-for _n in BINARY:
-    ct.declare("ct_" + _n, T, [CT, CT])
-    ct.declare("ct_" + _n + "_", c_int, [T, CT])
-    ct.declare("ct_" + _n + "_scalar", T, [CT, c_double])
-    ct.declare("ct_" + _n + "_scalar_", c_int, [T, c_double])
+ct.declare_elementwise(UNARY, BINARY)  # bound here too: run alone, the module must not rely on another's
 REDUCTIONS = ["sum", "mean", "amax", "amin", "var", "std", "logsumexp", "norm", "prod", "max", "argmax",
               "softmax", "log_softmax", "cumsum"]
 
