@@ -241,7 +241,8 @@ static rk_fn direct_kernel(const RPlan *pl, int rk, int64_t stride) {
     int64_t es = (int64_t)c10_elsize[pl->dt];
     if (rk == RK_SUM && compute_type(pl->dt) == pl->ct) /* var's means: ct is double */
         return stride % es ? NULL : rk_sum_kernel(pl->dt, stride / es);
-    if (pl->dt == CT_INT32 && stride == es && rk_minmax_i32(rk)) return rk_minmax_i32(rk);
+    rk_fn mm = pl->dt == CT_INT32 && stride == es ? rk_minmax_i32(rk) : NULL;
+    if (mm) return mm;
     return stride == es && pl->dt == ct_dtype_of_compute[pl->ct] ? rk_kernels[rk][pl->ct] : NULL;
 }
 
@@ -623,15 +624,16 @@ OUTER_ANY(int64, int64_t, vl_, 1, COLD_CODE)
 /* amax / amin across rows of float32 (rows read in place when contiguous) and
  * 16-bit values in float lanes, of contiguous int32 rows in int32 lanes
  * (outer_any_double's way, widened to double or int64, took twice the time of
- * sum(0)). LO, HI: the lanes' start (amax, amin); GET: a row as T; FILL: the RState. */
-#define OUTER_MINMAX(name, T, LO, HI, GET, FILL)                                             \
+ * sum(0)). LO, HI: the lanes' start (amax, amin); NB: gather buffers (rows read
+ * in place need none, C one); GET: a row as T; FILL: the RState. */
+#define OUTER_MINMAX(name, T, LO, HI, NB, GET, FILL)                                             \
     static void outer_minmax_##name(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, \
                                    RState *st) {                                          \
         UNIT_GEOM(GBLOCK);                                                               \
         int64_t o0 = ko * m + j0, kst = pl->kst[pl->nk - 1];                             \
         bool max = rk == RK_AMAX, inplace = kst == 4 && c10_elsize[pl->dt] == 4;         \
         _Alignas(64) T a[GBLOCK];                                                        \
-        _Alignas(64) char buf[4][GBLOCK * 8];                                            \
+        _Alignas(64) char buf[NB][GBLOCK * 8];                                           \
         const T *rows[4];                                                                \
         (void)buf, (void)inplace;                                                        \
         for (int64_t j = 0; j < bl; j++) a[j] = max ? LO : HI;                           \
@@ -658,9 +660,9 @@ OUTER_ANY(int64, int64_t, vl_, 1, COLD_CODE)
             else finish(c, &s, o0 + j, pl->ct);                                          \
         }                                                                                \
     }
-OUTER_MINMAX(f, float, -INFINITY, INFINITY, inplace ? (const float *)ptr : gather(buf[nr], ptr, kst, pl->dt, pl->ct, bl),
+OUTER_MINMAX(f, float, -INFINITY, INFINITY, 4, inplace ? (const float *)ptr : gather(buf[nr], ptr, kst, pl->dt, pl->ct, bl),
              ((RState){.d = a[j], .has = true, .nan = a[j] != a[j]}))
-OUTER_MINMAX(i32, int32_t, INT32_MIN, INT32_MAX, (const int32_t *)ptr, ((RState){.v = a[j], .has = true}))
+OUTER_MINMAX(i32, int32_t, INT32_MIN, INT32_MAX, 1, (const int32_t *)ptr, ((RState){.v = a[j], .has = true}))
 
 /* false when the scratch for the splits is not there: the caller's path then */
 static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
