@@ -621,6 +621,13 @@ static void widen(void *x, const void *g, int64_t n) {
 OUTER_ANY(double, double, vd_, 0, COLD_CODE)
 OUTER_ANY(int64, int64_t, vl_, 1, COLD_CODE)
 
+/* rows of float32 / int32 read in place, OBLOCK columns a unit (GBLOCK wide,
+ * [4096, 4096] float32 amax(0) read 2 KB segments 16 KB apart: 2.6x the time
+ * of sum(0)) */
+static bool minmax_inplace(const RPlan *pl) {
+    return pl->kst[pl->nk - 1] == 4 && c10_elsize[pl->dt] == 4;
+}
+
 /* amax / amin across rows of float32 (rows read in place when contiguous) and
  * 16-bit values in float lanes, of contiguous int32 rows in int32 lanes
  * (outer_any_double's way, widened to double or int64, took twice the time of
@@ -629,26 +636,29 @@ OUTER_ANY(int64, int64_t, vl_, 1, COLD_CODE)
 #define OUTER_MINMAX(name, T, LO, HI, NB, GET, FILL)                                             \
     static void outer_minmax_##name(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, \
                                    RState *st) {                                          \
-        UNIT_GEOM(GBLOCK);                                                               \
+        bool inplace = minmax_inplace(pl);                                               \
+        UNIT_GEOM(inplace ? OBLOCK : GBLOCK);                                            \
         int64_t o0 = ko * m + j0, kst = pl->kst[pl->nk - 1];                             \
-        bool max = rk == RK_AMAX, inplace = kst == 4 && c10_elsize[pl->dt] == 4;         \
-        _Alignas(64) T a[GBLOCK];                                                        \
-        _Alignas(64) char buf[NB][GBLOCK * 8];                                           \
-        const T *rows[4];                                                                \
+        bool max = rk == RK_AMAX;                                                        \
+        _Alignas(64) T a[OBLOCK];                                                        \
+        _Alignas(64) T buf[NB][GBLOCK];                                                  \
+        const T *rows[8];                                                                \
         (void)buf, (void)inplace;                                                        \
         for (int64_t j = 0; j < bl; j++) a[j] = max ? LO : HI;                           \
         int64_t idx[CT_MAX_DIMS], pidx[CT_MAX_DIMS];                                     \
         const char *ptr = row_seek(pl, r0, idx, pl->in + kept_offset(pl, o0)), *pf = ptr; \
         memcpy(pidx, idx, sizeof idx);                                                   \
-        for (int k = 0; k < 4; k++) row_next(pl, pidx, &pf);                             \
-        /* four rows at a time when they lie one after another; rows far apart one \
-         * by one ([4096, 4096] float32: 1.3x slower in fours, [65536, 256] 1.6x faster) */ \
-        int group = pl->nr == 1 && pl->rst[0] == bl * kst ? 4 : 1;                       \
+        /* eight rows at a time when they lie one after another; short rows prefetched \
+         * a group ahead, four rows far apart (long ones read in place: the hardware \
+         * prefetcher does better) */                                                    \
+        int group = pl->nr == 1 && pl->rst[0] == bl * kst ? 8 : 1;                       \
+        for (int k = 0; k < (group > 4 ? group : 4); k++) row_next(pl, pidx, &pf);       \
+        bool pf_rows = !inplace || bl * kst < PF_SHORT;                                  \
         for (int64_t r = r0; r < r1;) {                                                  \
             int nr = 0;                                                                  \
             for (; nr < group && r < r1; nr++, r++) {                                    \
-                for (int64_t q = 0; q < bl * kst; q += 64) __builtin_prefetch(pf + q);   \
-                row_next(pl, pidx, &pf); /* four rows ahead: short segments far apart */ \
+                for (int64_t q = 0; pf_rows && q < bl * kst; q += 64) __builtin_prefetch(pf + q); \
+                row_next(pl, pidx, &pf);                                                 \
                 rows[nr] = GET;                                                          \
                 row_next(pl, idx, &ptr);                                                 \
             }                                                                            \
@@ -660,25 +670,23 @@ OUTER_ANY(int64, int64_t, vl_, 1, COLD_CODE)
             else finish(c, &s, o0 + j, pl->ct);                                          \
         }                                                                                \
     }
-OUTER_MINMAX(f, float, -INFINITY, INFINITY, 4, inplace ? (const float *)ptr : gather(buf[nr], ptr, kst, pl->dt, pl->ct, bl),
+OUTER_MINMAX(f, float, -INFINITY, INFINITY, 8, inplace ? (const float *)ptr : gather((char *)buf[nr], ptr, kst, pl->dt, pl->ct, bl),
              ((RState){.d = a[j], .has = true, .nan = a[j] != a[j]}))
 OUTER_MINMAX(i32, int32_t, INT32_MIN, INT32_MAX, 1, (const int32_t *)ptr, ((RState){.v = a[j], .has = true}))
 
 /* false when the scratch for the splits is not there: the caller's path then */
 static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
-    int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m, nb = (m + GBLOCK - 1) / GBLOCK, S = splits(pl, outer * nb);
+    bool minmax = (rk == RK_AMAX || rk == RK_AMIN) && (pl->ct == CT_F32 || (pl->dt == CT_INT32 && minmax_inplace(pl)));
+    int64_t B = minmax && minmax_inplace(pl) ? OBLOCK : GBLOCK;
+    int64_t m = pl->ks[pl->nk - 1], outer = pl->nout / m, nb = (m + B - 1) / B, S = splits(pl, outer * nb);
     int nt = nthreads_for(pl->nout * pl->nred);
     size_t nscr = (size_t)S * (size_t)pl->nout * sizeof(RState);
     RState *st = S > 1 ? c10_alloc(nscr) : NULL;
     if (S > 1 && !st) return false;
-    /* float32 rows far apart stay on the double path: in float lanes, read in
-     * place, [4096, 4096] amax(0) measured 1.1-1.4x slower ([65536, 256]: 0.6x) */
-    bool adjacent = pl->nr == 1 && m <= GBLOCK && pl->rst[0] == m * pl->kst[pl->nk - 1];
     void (*f)(const RPlan *, int, const RCtx *, int64_t, int64_t, int64_t, RState *) =
-        pl->dt == CT_INT32 && pl->kst[pl->nk - 1] == 4 && (rk == RK_AMAX || rk == RK_AMIN) ? outer_minmax_i32
-        : pl->ct == CT_I64                                 ? outer_any_int64
-        : pl->ct == CT_F32 && (rk == RK_AMAX || rk == RK_AMIN) && (pl->dt != CT_FLOAT32 || adjacent) ? outer_minmax_f
-                                                           : outer_any_double;
+        minmax ? (pl->dt == CT_INT32 ? outer_minmax_i32 : outer_minmax_f)
+        : pl->ct == CT_I64 ? outer_any_int64
+                           : outer_any_double;
     int64_t units = outer * nb * S;
     OMP_FOR_NT
     for (int64_t u = 0; u < units; u++) f(pl, rk, c, u, nb, S, st);

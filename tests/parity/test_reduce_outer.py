@@ -329,3 +329,28 @@ def test_norm_general_p(dtype):
                 want = torch.linalg.vector_norm(x.double(), ord=p, dim=d).to(dtype)
                 got = ct.check(lib.ct_norm(h, c_double(p), ct.i32([d]), 1, False))
                 ct.assert_close(got, want, rtol=tol(dtype) * 4, atol=0, what=f"[{rows}, {cols}] norm{p}({d}): ")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32], ids=IDS)
+def test_outer_minmax_layouts(dtype):
+    """amax / amin across rows read in place in four-row trees, one row at a
+    time when rows lie far apart (wider than a block, column slices), gathered
+    (::2 slices): rows not a multiple of the groups (1003: a split ends 43
+    rows in), NaN in a tree's first, second, fourth row and in a lone last
+    row, in the vector lanes and the tail lanes, +-inf; exact against torch"""
+    fl = dtype.is_floating_point
+    for rows, cols, view in ((1003, 70, "all"), (70, 4100, "all"), (1003, 100, "cols"), (333, 301, "step"),
+                             (64, 4096 + 33, "all"), (9, 17, "all")):
+        x = exact(rows, cols, dtype)
+        if fl:
+            for r, c in ((0, 1), (961, 20), (1000, 69), (1002, 3), (5, 40), (66, 4099), (3, 4100 + 20), (7, 16)):
+                if r < rows and c < cols:
+                    x[r, c] = float("nan")
+            x[rows // 2, 5] = float("inf")
+            x[rows - 1, 6] = float("-inf")
+        v = x[:, :70] if view == "cols" else x[:, ::2] if view == "step" else x
+        h = ct.from_torch(x)
+        hv = ct.check(lib.ct_slice(h, 1, 0, 70, 1)) if view == "cols" else \
+            ct.check(lib.ct_slice(h, 1, 0, cols, 2)) if view == "step" else h
+        for f, tf in (("ct_amax", torch.amax), ("ct_amin", torch.amin)):
+            same(ct.check(getattr(lib, f)(hv, ct.i32([0]), 1, False)), tf(v, 0), f"[{rows}, {cols}] {view} {f}")
