@@ -621,11 +621,12 @@ static void widen(void *x, const void *g, int64_t n) {
 OUTER_ANY(double, double, vd_, 0, COLD_CODE)
 OUTER_ANY(int64, int64_t, vl_, 1, COLD_CODE)
 
-/* rows of float32 / int32 read in place, OBLOCK columns a unit (GBLOCK wide,
- * [4096, 4096] float32 amax(0) read 2 KB segments 16 KB apart: 2.6x the time
- * of sum(0)) */
+/* rows of float32, int32 and 16-bit floats read in place, OBLOCK columns a
+ * unit (GBLOCK wide, [4096, 4096] float32 rows were 2 KB segments 16 KB
+ * apart: 2.3x the time of sum(0)) */
 static bool minmax_inplace(const RPlan *pl) {
-    return pl->kst[pl->nk - 1] == 4 && c10_elsize[pl->dt] == 4;
+    int64_t es = (int64_t)c10_elsize[pl->dt];
+    return pl->kst[pl->nk - 1] == es && (es == 4 || pl->dt == CT_FLOAT16 || pl->dt == CT_BFLOAT16);
 }
 
 /* amax / amin across rows of float32 (rows read in place when contiguous) and
@@ -633,7 +634,7 @@ static bool minmax_inplace(const RPlan *pl) {
  * (outer_any_double's way, widened to double or int64, took twice the time of
  * sum(0)). LO, HI: the lanes' start (amax, amin); NB: gather buffers (rows read
  * in place need none, C one); GET: a row as T; FILL: the RState. */
-#define OUTER_MINMAX(name, T, LO, HI, NB, GET, FILL)                                             \
+#define OUTER_MINMAX(name, T, X, LO, HI, NB, GET, KERNEL, FILL)                          \
     static void outer_minmax_##name(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, \
                                    RState *st) {                                          \
         bool inplace = minmax_inplace(pl);                                               \
@@ -642,7 +643,7 @@ static bool minmax_inplace(const RPlan *pl) {
         bool max = rk == RK_AMAX;                                                        \
         _Alignas(64) T a[OBLOCK];                                                        \
         _Alignas(64) T buf[NB][GBLOCK];                                                  \
-        const T *rows[8];                                                                \
+        const X *rows[8];                                                                \
         (void)buf, (void)inplace;                                                        \
         for (int64_t j = 0; j < bl; j++) a[j] = max ? LO : HI;                           \
         int64_t idx[CT_MAX_DIMS], pidx[CT_MAX_DIMS];                                     \
@@ -653,7 +654,7 @@ static bool minmax_inplace(const RPlan *pl) {
          * prefetcher does better) */                                                    \
         int group = pl->nr == 1 && pl->rst[0] == bl * kst ? 8 : 1;                       \
         for (int k = 0; k < (group > 4 ? group : 4); k++) row_next(pl, pidx, &pf);       \
-        bool pf_rows = !inplace || bl * kst < PF_SHORT;                                  \
+        bool pf_rows = !inplace || bl * kst < PF_SHORT || group == 1;                    \
         for (int64_t r = r0; r < r1;) {                                                  \
             int nr = 0;                                                                  \
             for (; nr < group && r < r1; nr++, r++) {                                    \
@@ -662,7 +663,7 @@ static bool minmax_inplace(const RPlan *pl) {
                 rows[nr] = GET;                                                          \
                 row_next(pl, idx, &ptr);                                                 \
             }                                                                            \
-            rk_cols_minmax_##name(a, rows, nr, bl, max);                                 \
+            KERNEL(a, rows, nr, bl, max);                                                \
         }                                                                                \
         for (int64_t j = 0; j < bl; j++) {                                               \
             RState s = FILL;                                                             \
@@ -670,9 +671,13 @@ static bool minmax_inplace(const RPlan *pl) {
             else finish(c, &s, o0 + j, pl->ct);                                          \
         }                                                                                \
     }
-OUTER_MINMAX(f, float, -INFINITY, INFINITY, 8, inplace ? (const float *)ptr : gather((char *)buf[nr], ptr, kst, pl->dt, pl->ct, bl),
+OUTER_MINMAX(f, float, float, -INFINITY, INFINITY, 8, inplace ? (const float *)ptr : gather((char *)buf[nr], ptr, kst, pl->dt, pl->ct, bl),
+             rk_cols_minmax_f, ((RState){.d = a[j], .has = true, .nan = a[j] != a[j]}))
+OUTER_MINMAX(h, float, uint16_t, -INFINITY, INFINITY, 1, (const uint16_t *)ptr,
+             (pl->dt == CT_FLOAT16 ? rk_cols_minmax_f16 : rk_cols_minmax_bf16),
              ((RState){.d = a[j], .has = true, .nan = a[j] != a[j]}))
-OUTER_MINMAX(i32, int32_t, INT32_MIN, INT32_MAX, 1, (const int32_t *)ptr, ((RState){.v = a[j], .has = true}))
+OUTER_MINMAX(i32, int32_t, int32_t, INT32_MIN, INT32_MAX, 1, (const int32_t *)ptr, rk_cols_minmax_i32,
+             ((RState){.v = a[j], .has = true}))
 
 /* false when the scratch for the splits is not there: the caller's path then */
 static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
@@ -684,7 +689,7 @@ static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
     RState *st = S > 1 ? c10_alloc(nscr) : NULL;
     if (S > 1 && !st) return false;
     void (*f)(const RPlan *, int, const RCtx *, int64_t, int64_t, int64_t, RState *) =
-        minmax ? (pl->dt == CT_INT32 ? outer_minmax_i32 : outer_minmax_f)
+        minmax ? (pl->dt == CT_INT32 ? outer_minmax_i32 : c10_elsize[pl->dt] == 2 && B == OBLOCK ? outer_minmax_h : outer_minmax_f)
         : pl->ct == CT_I64 ? outer_any_int64
                            : outer_any_double;
     int64_t units = outer * nb * S;

@@ -299,40 +299,42 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
  * second operand) and the NaNs of the rows are found two rows a compare
  * (unordered) and set after: a compare, NaN mask and blend a row took twice
  * the time of sum(0) at the same geometry; masked loads throughout, 1.4x. */
-#define COLS_MINMAX(name, T, VT, PS, MAXV, MINV, NANK, NANSET, NANCHK)                     \
-    void rk_cols_minmax_##name(T *a, const T *const *x, int nr, int64_t n, bool max) {    \
+#define COLS_MINMAX(name, T, X, VT, PS, LD, LDM, SC, MAXV, MINV, NANK, NANSET, NANCHK)      \
+    void rk_cols_minmax_##name(T *a, const X *const *x, int nr, int64_t n, bool max) {    \
         int64_t j = 0;                                                                     \
-        if (max) COLS_MINMAX_VEC(VT, PS, MAXV, NANK, NANSET)                               \
-        else COLS_MINMAX_VEC(VT, PS, MINV, NANK, NANSET)                                   \
+        if (max) COLS_MINMAX_VEC(VT, PS, LD, LDM, MAXV, NANK, NANSET)                      \
+        else COLS_MINMAX_VEC(VT, PS, LD, LDM, MINV, NANK, NANSET)                          \
         for (; j < n; j++)                                                                 \
-            for (int r = 0; r < nr; r++)                                                   \
-                if (!NANCHK(a[j]) && (NANCHK(x[r][j]) || (max ? x[r][j] > a[j] : x[r][j] < a[j]))) a[j] = x[r][j]; \
+            for (int r = 0; r < nr; r++) {                                                 \
+                T v = SC(x[r][j]);                                                         \
+                if (!NANCHK(a[j]) && (NANCHK(v) || (max ? v > a[j] : v < a[j]))) a[j] = v; \
+            }                                                                              \
     }
 #ifdef __AVX512F__
-#define COLS_MINMAX_VEC(VT, PS, OP, NANK, NANSET)                                          \
+#define COLS_MINMAX_VEC(VT, PS, LD, LDM, OP, NANK, NANSET)                                 \
     {                                                                                      \
         for (; j + 16 <= n; j += 16) {                                                     \
             VT va = _mm512_loadu_##PS(a + j);                                              \
             __mmask16 nan = 0;                                                             \
             int r = 0;                                                                     \
             for (; r + 4 <= nr; r += 4) {                                                  \
-                VT x0 = _mm512_loadu_##PS(x[r] + j), x1 = _mm512_loadu_##PS(x[r + 1] + j); \
-                VT x2 = _mm512_loadu_##PS(x[r + 2] + j), x3 = _mm512_loadu_##PS(x[r + 3] + j); \
+                VT x0 = LD(x[r] + j), x1 = LD(x[r + 1] + j);                               \
+                VT x2 = LD(x[r + 2] + j), x3 = LD(x[r + 3] + j);                           \
                 nan |= NANK(x0, x1) | NANK(x2, x3);                                        \
                 va = OP(OP(OP(x0, x1), OP(x2, x3)), va);                                   \
             }                                                                              \
             for (; r < nr; r++) {                                                          \
-                VT x0 = _mm512_loadu_##PS(x[r] + j);                                       \
+                VT x0 = LD(x[r] + j);                                                      \
                 nan |= NANK(x0, x0);                                                       \
                 va = OP(x0, va);                                                           \
             }                                                                              \
             _mm512_storeu_##PS(a + j, NANSET(va, nan));                                    \
         }                                                                                  \
-        if (j < n) { /* the tail, masked */                                                \
+        if (j < n && LDM_OK) { /* the tail, masked */                                      \
             __mmask16 t = (__mmask16)((1u << (n - j)) - 1), nan = 0;                       \
             VT va = _mm512_maskz_loadu_##PS(t, a + j);                                     \
             for (int r = 0; r < nr; r++) {                                                 \
-                VT x0 = _mm512_maskz_loadu_##PS(t, x[r] + j);                              \
+                VT x0 = LDM(t, x[r] + j);                                                  \
                 nan |= NANK(x0, x0);                                                       \
                 va = OP(x0, va);                                                           \
             }                                                                              \
@@ -344,13 +346,33 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
 #define NANSET_PS(v, m) _mm512_mask_mov_ps(v, m, _mm512_set1_ps(NAN))
 #define NANK_I(x, y) ((void)(x), (void)(y), (__mmask16)0)
 #define NANSET_I(v, m) ((void)(m), (v))
+#define LD_f(p) _mm512_loadu_ps(p)
+#define LDM_f(t, p) _mm512_maskz_loadu_ps(t, p)
+#define LD_i32(p) _mm512_loadu_si512((const void *)(p))
+#define LDM_i32(t, p) _mm512_maskz_loadu_epi32(t, p)
+#define LD_f16(p) LOADV_f16_1(p)
+#define LD_bf16(p) LOADV_bf16_1(p)
+#if defined __AVX512BW__ && defined __AVX512VL__ /* else the 16-bit tails in scalar code */
+#define LDM_OK 1
+#define LDM_f16(t, p) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(t, p))
+#define LDM_bf16(t, p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(t, p)), 16))
 #else
-#define COLS_MINMAX_VEC(VT, PS, OP, NANK, NANSET) {}
+#define LDM_OK (sizeof **x == 4)
+#define LDM_f16(t, p) ((void)(t), _mm512_setzero_ps())
+#define LDM_bf16 LDM_f16
+#endif
+#else
+#define COLS_MINMAX_VEC(VT, PS, LD, LDM, OP, NANK, NANSET) {}
 #endif
 #define ISNAN_F(v) ((v) != (v))
 #define NONAN_I(v) ((void)(v), 0)
-COLS_MINMAX(f, float, __m512, ps, _mm512_max_ps, _mm512_min_ps, NANK_PS, NANSET_PS, ISNAN_F)
-COLS_MINMAX(i32, int32_t, __m512i, epi32, _mm512_max_epi32, _mm512_min_epi32, NANK_I, NANSET_I, NONAN_I)
+#define SC_(v) (v)
+#define COLS_MINMAX_F(name, X, SC) \
+    COLS_MINMAX(name, float, X, __m512, ps, LD_##name, LDM_##name, SC, _mm512_max_ps, _mm512_min_ps, NANK_PS, NANSET_PS, ISNAN_F)
+COLS_MINMAX_F(f, float, SC_)
+COLS_MINMAX_F(f16, uint16_t, c10_h2f)
+COLS_MINMAX_F(bf16, uint16_t, rk_bf16)
+COLS_MINMAX(i32, int32_t, int32_t, __m512i, epi32, LD_i32, LDM_i32, SC_, _mm512_max_epi32, _mm512_min_epi32, NANK_I, NANSET_I, NONAN_I)
 
 /* |x|^p of float32 (or 16-bit) elements as e^(p log|x|) in double, vectorised
  * (libm's pow took 17 ns an element: [4096, 4096] norm(3, dim 1) 272 ms,

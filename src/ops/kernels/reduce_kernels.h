@@ -73,10 +73,12 @@ CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group);
  * the kernel's last argument (sum: x, |x| or x * x; max: max or min). */
 typedef void (*rk_block_fn)(void *out, const void *const *rows, int64_t n, int mode);
 CT_INTERNAL rk_block_fn rk_block_kernel(int rk, ct_dtype dt, double p, int *nrows, int *mode);
-/* a[j] = max (max) or min of a[j] and x[r][j], r < nr (1-4), j < n; the first
- * NaN sticks (amax / amin across rows) */
+/* a[j] = max (max) or min of a[j] and x[r][j], r < nr, j < n; a NaN sticks
+ * (amax / amin across rows); float16 / bfloat16 rows into float a */
 CT_INTERNAL void rk_cols_minmax_f(float *a, const float *const *x, int nr, int64_t n, bool max);
 CT_INTERNAL void rk_cols_minmax_i32(int32_t *a, const int32_t *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_f16(float *a, const uint16_t *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_bf16(float *a, const uint16_t *const *x, int nr, int64_t n, bool max);
 /* a[j] += e^(x[j] - sh[j]) (sh not NULL), else |x[j]|^p for float32 or 16-bit
  * values x (e^(p log|x|) in double), j < n, a multiple of 8; x is scratch,
  * overwritten: the columns of logsumexp and norm across rows, vectorised */
