@@ -18,6 +18,7 @@ for _n in ["ct_sum_dims", "ct_amax", "ct_amin", "ct_logsumexp"]:
     ct.declare(_n, T, [CT, INTP, c_int, c_bool])
 ct.declare("ct_sum", T, [CT])
 ct.declare("ct_argmax", T, [CT, c_bool, c_int, c_bool])
+ct.declare("ct_prod_dim", T, [CT, c_int, c_bool])
 for _n in ["ct_var", "ct_std"]:
     ct.declare(_n, T, [CT, INTP, c_int, c_double, c_bool])
 for _n in ["ct_softmax", "ct_log_softmax", "ct_cumsum", "ct_cumprod"]:
