@@ -14,6 +14,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -1315,6 +1318,42 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
  * NaN largest, ties broken by the original index), so that every algorithm
  * gives the stable order. Full sorts: insertion-sorted runs merged bottom-up;
  * topk with a small k: quickselect the k first, then sort those only. */
+/* whether one of x[0..15] may beat the k-th best key t (a tie comes later,
+ * so it loses on its index; a NaN is never ruled out): topk's pass skips 16
+ * keys at a time with one compare (a compare per key: [512, 4096] int32
+ * topk(10) 1.4x the time of the per-dtype sorts before) */
+#ifdef __AVX512F__
+#define BETTER16(ST, V, W, LD, SET, GT, LT)                                      \
+    static inline bool better16_##ST(const ST *x, ST t, bool desc) {            \
+        V tv = SET(t);                                                           \
+        unsigned m = 0;                                                          \
+        for (int q = 0; q < 16; q += W) {                                        \
+            V v = LD((const void *)(x + q));                                     \
+            m |= desc ? GT(v, tv) : LT(v, tv);                                   \
+        }                                                                        \
+        return m != 0;                                                           \
+    }
+#define GT_PS(v, t) _mm512_cmp_ps_mask(v, t, _CMP_NLE_UQ)
+#define LT_PS(v, t) _mm512_cmp_ps_mask(v, t, _CMP_NGE_UQ)
+#define GT_PD(v, t) _mm512_cmp_pd_mask(v, t, _CMP_NLE_UQ)
+#define LT_PD(v, t) _mm512_cmp_pd_mask(v, t, _CMP_NGE_UQ)
+BETTER16(int32_t, __m512i, 16, _mm512_loadu_si512, _mm512_set1_epi32, _mm512_cmpgt_epi32_mask, _mm512_cmplt_epi32_mask)
+BETTER16(int64_t, __m512i, 8, _mm512_loadu_si512, _mm512_set1_epi64, _mm512_cmpgt_epi64_mask, _mm512_cmplt_epi64_mask)
+BETTER16(float, __m512, 16, _mm512_loadu_ps, _mm512_set1_ps, GT_PS, LT_PS)
+BETTER16(double, __m512d, 8, _mm512_loadu_pd, _mm512_set1_pd, GT_PD, LT_PD)
+#else
+#define BETTER16(ST)                                                             \
+    static inline bool better16_##ST(const ST *x, ST t, bool desc) {            \
+        for (int j = 0; j < 16; j++)                                             \
+            if (desc ? !(x[j] <= t) : !(x[j] >= t)) return true;                 \
+        return false;                                                            \
+    }
+BETTER16(int32_t)
+BETTER16(int64_t)
+BETTER16(float)
+BETTER16(double)
+#endif
+
 #define SORT_K(ST)                                                               \
     typedef struct { ST k; int64_t i; } P_##ST;                                  \
     static inline bool lt_##ST(P_##ST a, P_##ST b, bool desc) {                  \
@@ -1384,7 +1423,13 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
         P_##ST *a = (P_##ST *)buf;                                               \
         if (k > 0 && k <= 64 && k < n) { /* one pass, k best kept in order */    \
             int64_t cnt = 0;                                                     \
+            bool blocks = n >= 128 * k; /* else most blocks hold a candidate ([4096, 512] \
+                                          float32 topk(16): 1.2x slower in blocks) */ \
             for (int64_t i = 0; i < n; i++) {                                    \
+                if (blocks && !(i & 15) && cnt == k && n - i >= 16 && !better16_##ST(src + i, a[k - 1].k, desc)) { \
+                    i += 15; /* a block of 16 none of which makes it */          \
+                    continue;                                                    \
+                }                                                                \
                 P_##ST v = {src[i], i};                                          \
                 if (cnt == k && (desc ? v.k < a[k - 1].k : v.k > a[k - 1].k)) continue; /* plainly worse */ \
                 if (cnt == k && !lt_##ST(v, a[k - 1], desc)) continue;           \

@@ -725,6 +725,33 @@ def test_sort_nan_and_special():
     close(v, e)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int32, torch.int64, torch.int8,
+                                   torch.uint8], ids=lambda d: str(d)[6:])
+def test_topk_long_slices(dtype):
+    """topk's one pass over slices long enough (n >= 128 k) to skip blocks of 16
+    keys that cannot make it: few distinct values (ties at the k-th best, won
+    by the lower index), a NaN late in a slice and one in the tail past the
+    last block, +-inf; values and indices equal torch's stable sort's first k"""
+    g = torch.Generator().manual_seed(11)
+    n = 5000 + 7
+    if dtype.is_floating_point:
+        x = torch.randint(-50, 50, (5, n), generator=g).to(dtype) / 4
+        x[1, 4000] = x[2, n - 3] = float("nan")
+        x[3, 2500], x[3, 4999] = float("inf"), float("-inf")
+        x[4, ::3] = 7.0  # the largest value, tied many times
+    else:
+        lo, hi = (0, 30) if dtype == torch.uint8 else (-30, 30)
+        x = torch.randint(lo, hi, (5, n), generator=g).to(dtype)
+        x[4, 3000] = 100
+    for k in (1, 5, 30, 39):
+        for largest in (True, False):
+            v, i = ct_topk(x, k, 1, largest, True)
+            sv, si = torch.sort(x, dim=1, descending=largest, stable=True)
+            what = f"topk k={k} largest={largest}: "
+            close(v, sv[:, :k], what)
+            close(i, si[:, :k], what + "indices ")
+
+
 _PROBE = """
 import ctypes, sys
 sys.path.insert(0, %r)
