@@ -331,7 +331,8 @@ def test_norm_general_p(dtype):
                 ct.assert_close(got, want, rtol=tol(dtype) * 4, atol=0, what=f"[{rows}, {cols}] norm{p}({d}): ")
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32], ids=IDS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64],
+                         ids=IDS)
 def test_outer_minmax_layouts(dtype):
     """amax / amin across rows read in place in four-row trees, one row at a
     time when rows lie far apart (wider than a block, column slices), gathered
@@ -340,10 +341,10 @@ def test_outer_minmax_layouts(dtype):
     row, in the vector lanes and the tail lanes, +-inf; exact against torch"""
     fl = dtype.is_floating_point
     for rows, cols, view in ((1003, 70, "all"), (70, 4100, "all"), (1003, 100, "cols"), (333, 301, "step"),
-                             (64, 4096 + 33, "all"), (9, 17, "all")):
+                             (64, 4096 + 33, "all"), (9, 17, "all"), (37, 2100, "all")):
         x = exact(rows, cols, dtype)
         if fl:
-            for r, c in ((0, 1), (961, 20), (1000, 69), (1002, 3), (5, 40), (66, 4099), (3, 4100 + 20), (7, 16)):
+            for r, c in ((0, 1), (961, 20), (1000, 69), (1002, 3), (5, 40), (66, 4099), (3, 4100 + 20), (7, 16), (36, 2098)):
                 if r < rows and c < cols:
                     x[r, c] = float("nan")
             x[rows // 2, 5] = float("inf")

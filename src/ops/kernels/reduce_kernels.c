@@ -299,11 +299,11 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
  * second operand) and the NaNs of the rows are found two rows a compare
  * (unordered) and set after: a compare, NaN mask and blend a row took twice
  * the time of sum(0) at the same geometry; masked loads throughout, 1.4x. */
-#define COLS_MINMAX(name, T, X, VT, PS, LD, LDM, SC, MAXV, MINV, NANK, NANSET, NANCHK)      \
+#define COLS_MINMAX(name, T, X, VT, PS, W, LD, LDM, SC, MAXV, MINV, NANK, NANSET, NANCHK)   \
     void rk_cols_minmax_##name(T *a, const X *const *x, int nr, int64_t n, bool max) {    \
         int64_t j = 0;                                                                     \
-        if (max) COLS_MINMAX_VEC(VT, PS, LD, LDM, MAXV, NANK, NANSET)                      \
-        else COLS_MINMAX_VEC(VT, PS, LD, LDM, MINV, NANK, NANSET)                          \
+        if (max) COLS_MINMAX_VEC(VT, PS, W, LD, LDM, MAXV, NANK, NANSET)                   \
+        else COLS_MINMAX_VEC(VT, PS, W, LD, LDM, MINV, NANK, NANSET)                       \
         for (; j < n; j++)                                                                 \
             for (int r = 0; r < nr; r++) {                                                 \
                 T v = SC(x[r][j]);                                                         \
@@ -311,9 +311,9 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
             }                                                                              \
     }
 #ifdef __AVX512F__
-#define COLS_MINMAX_VEC(VT, PS, LD, LDM, OP, NANK, NANSET)                                 \
+#define COLS_MINMAX_VEC(VT, PS, W, LD, LDM, OP, NANK, NANSET) /* W lanes */           \
     {                                                                                      \
-        for (; j + 16 <= n; j += 16) {                                                     \
+        for (; j + W <= n; j += W) {                                                       \
             VT va = _mm512_loadu_##PS(a + j);                                              \
             __mmask16 nan = 0;                                                             \
             int r = 0;                                                                     \
@@ -344,12 +344,18 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
     }
 #define NANK_PS(x, y) _mm512_cmp_ps_mask(x, y, _CMP_UNORD_Q)
 #define NANSET_PS(v, m) _mm512_mask_mov_ps(v, m, _mm512_set1_ps(NAN))
+#define NANK_PD(x, y) _mm512_cmp_pd_mask(x, y, _CMP_UNORD_Q)
+#define NANSET_PD(v, m) _mm512_mask_mov_pd(v, (__mmask8)(m), _mm512_set1_pd(NAN))
 #define NANK_I(x, y) ((void)(x), (void)(y), (__mmask16)0)
 #define NANSET_I(v, m) ((void)(m), (v))
 #define LD_f(p) _mm512_loadu_ps(p)
 #define LDM_f(t, p) _mm512_maskz_loadu_ps(t, p)
 #define LD_i32(p) _mm512_loadu_si512((const void *)(p))
 #define LDM_i32(t, p) _mm512_maskz_loadu_epi32(t, p)
+#define LD_d(p) _mm512_loadu_pd(p)
+#define LDM_d(t, p) _mm512_maskz_loadu_pd((__mmask8)(t), p)
+#define LD_i64(p) _mm512_loadu_si512((const void *)(p))
+#define LDM_i64(t, p) _mm512_maskz_loadu_epi64((__mmask8)(t), p)
 #define LD_f16(p) LOADV_f16_1(p)
 #define LD_bf16(p) LOADV_bf16_1(p)
 #if defined __AVX512BW__ && defined __AVX512VL__ /* else the 16-bit tails in scalar code */
@@ -357,22 +363,25 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
 #define LDM_f16(t, p) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(t, p))
 #define LDM_bf16(t, p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(t, p)), 16))
 #else
-#define LDM_OK (sizeof **x == 4)
+#define LDM_OK (sizeof **x >= 4)
 #define LDM_f16(t, p) ((void)(t), _mm512_setzero_ps())
 #define LDM_bf16 LDM_f16
 #endif
 #else
-#define COLS_MINMAX_VEC(VT, PS, LD, LDM, OP, NANK, NANSET) {}
+#define COLS_MINMAX_VEC(VT, PS, W, LD, LDM, OP, NANK, NANSET) {}
 #endif
 #define ISNAN_F(v) ((v) != (v))
 #define NONAN_I(v) ((void)(v), 0)
 #define SC_(v) (v)
 #define COLS_MINMAX_F(name, X, SC) \
-    COLS_MINMAX(name, float, X, __m512, ps, LD_##name, LDM_##name, SC, _mm512_max_ps, _mm512_min_ps, NANK_PS, NANSET_PS, ISNAN_F)
+    COLS_MINMAX(name, float, X, __m512, ps, 16, LD_##name, LDM_##name, SC, _mm512_max_ps, _mm512_min_ps, NANK_PS, NANSET_PS, ISNAN_F)
 COLS_MINMAX_F(f, float, SC_)
 COLS_MINMAX_F(f16, uint16_t, c10_h2f)
 COLS_MINMAX_F(bf16, uint16_t, rk_bf16)
-COLS_MINMAX(i32, int32_t, int32_t, __m512i, epi32, LD_i32, LDM_i32, SC_, _mm512_max_epi32, _mm512_min_epi32, NANK_I, NANSET_I, NONAN_I)
+COLS_MINMAX(d, double, double, __m512d, pd, 8, LD_d, LDM_d, SC_, _mm512_max_pd, _mm512_min_pd, NANK_PD, NANSET_PD, ISNAN_F)
+COLS_MINMAX(i64, int64_t, int64_t, __m512i, epi64, 8, LD_i64, LDM_i64, SC_, _mm512_max_epi64, _mm512_min_epi64, NANK_I, NANSET_I,
+            NONAN_I)
+COLS_MINMAX(i32, int32_t, int32_t, __m512i, epi32, 16, LD_i32, LDM_i32, SC_, _mm512_max_epi32, _mm512_min_epi32, NANK_I, NANSET_I, NONAN_I)
 
 /* |x|^p of float32 (or 16-bit) elements as e^(p log|x|) in double, vectorised
  * (libm's pow took 17 ns an element: [4096, 4096] norm(3, dim 1) 272 ms,
