@@ -206,6 +206,11 @@ STORED_TYPES(ROW)
  * p % inner; the D % R rows left update positions below inner, then each
  * column's R states are merged and copied back to all its positions. */
 #define NOINLINE __attribute__((noinline)) /* one copy */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NOCLONE __attribute__((noclone)) /* not one per call's constants */
+#else
+#define NOCLONE
+#endif
 #define CB 1024 /* the widest block, in elements */
 #define CG 4    /* rows per step of the running max (8: 5-15% faster, 4 KB more) */
 #define CPF 16384 /* the prefetch distance, in bytes */
@@ -361,7 +366,7 @@ static inline void stk_double(int kind, void *p, __mmask8 k, __m512d v) { (void)
 #define VCOL(C)                                                                          \
     /* one vector of columns: cnt vectors st bytes apart, then r elements \
      * (lanes), the lanes congruent modulo q holding one column */                     \
-    NOINLINE __attribute__((noclone)) static void vcol_##C(const char *x, char *y, int64_t cnt, int64_t st, int r, int q, \
+    NOINLINE NOCLONE static void vcol_##C(const char *x, char *y, int64_t cnt, int64_t st, int r, int q, \
                                                            bool logm, int kind) {        \
         M_##C k = TAIL(C, r);                                                            \
         V_##C m = VOP_##C(set1)(-INFINITY), s = VOP_##C(setzero)(), a;                   \
