@@ -327,15 +327,16 @@ EXPSCALE(double)
     }
 STORED_TYPES(COLS)
 
-/* Small slices (D * inner elements, SMALL_N at most: in L1 after the first
- * pass) of columns that a vector's lanes tile: inner dividing W, the slice
- * read as flat vectors, lane l holding column l % inner, or inner a multiple
- * of W, each vector of columns down the D rows. Three passes per vector (the
+/* Small slices (D * inner elements, SMALL_N at most, a quarter of it when
+ * inner exceeds W: in L1 or L2 after the first pass; larger ones were slower
+ * than the blocks, and their one chain of sums per lane, long, less exact) of columns that a vector's lanes tile: inner dividing W,
+ * the slice read as flat vectors, lane l holding column l % inner, or inner a
+ * multiple of W, each vector of columns down the D rows. Three passes per vector (the
  * max, the sum of exp(x - max), the values), without the running max's
  * rescalings and the blocks' set-up (3x on [4096, 8, 8] float32); the lanes
  * of one column are combined (rotations by inner, 2 inner, ...) after each of
  * the first two, so that every lane holds its column's max and sum. */
-#define SMALL_N 4096
+#define SMALL_N 16384
 static inline __m512 rot_float(__m512 v, int h) { /* lane l: v[(l + h) % 16] */
     __m512i i = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(h));
     return _mm512_permutexvar_ps(_mm512_and_si512(i, _mm512_set1_epi32(15)), v);
@@ -736,7 +737,7 @@ bool softmax_cols(ct_dtype dt, const void *x, void *y, int64_t outer, int64_t D,
     int64_t w = dt == CT_FLOAT64 ? 8 : 16, nb = (inner + CB - 1) / CB, R = 1;
     if (outer * nb < nt) nb = (nt + outer - 1) / outer;
     int64_t bl = ((inner + nb - 1) / nb + w - 1) / w * w;
-    if (D * inner <= SMALL_N && (inner < w ? w % inner : inner % w) == 0) {
+    if (D * inner <= (inner <= w ? SMALL_N : SMALL_N / 4) && (inner < w ? w % inner : inner % w) == 0) {
         if (dt == CT_FLOAT64) small_double(x, y, outer, D, inner, logm, nt, 0, 8);
         else small_float(x, y, outer, D, inner, logm, nt, dt == CT_FLOAT16 ? 1 : dt == CT_BFLOAT16 ? 2 : 0, dt == CT_FLOAT32 ? 4 : 2);
         return true;
