@@ -129,6 +129,25 @@ def test_cols_long(log):
             run(x, d, log, f"{dtype} {shape} dim {d}")
 
 
+# small slices (D * inner <= 16384, 4096 when inner exceeds the vector width) of
+# columns tiling a vector: inner dividing the vector width (the slice read flat, a
+# column's lanes combined) or a multiple of it; slices whose element count leaves a
+# partial vector, D of 1, one slice only (dim 0), the largest slices and the first
+# past them (the blocks again)
+SMALL = [((300, 8, 8), 1), ((33, 5, 4), 1), ((7, 3, 2), 1), ((50, 16, 16), 1), ((9, 4, 64), 1),
+         ((3, 7, 48), 1), ((5, 33, 2), 1), ((6, 1, 8), 1), ((2, 2048, 8), 1), ((2, 2049, 8), 1),
+         ((2, 64, 64), 1), ((2, 65, 64), 1), ((2, 1024, 16), 1), ((2, 1025, 16), 1),
+         ((40, 3, 4, 2), 1), ((257, 4), 0), ((64, 2), 0), ((3, 255, 16), 1), ((4, 9, 32), 1), ((100, 17, 4), -2)]
+
+
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+def test_cols_small(dtype, log):
+    g = torch.Generator().manual_seed(111 + log)
+    for shape, d in SMALL:
+        run(make(shape, d, g, dtype), d, log, f"{dtype} {shape} dim {d}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
 def test_cols_empty(dtype):
     for shape, d in [((0, 5, 3), 1), ((4, 0, 3), 1), ((4, 5, 0), 1), ((0, 3), 0)]:

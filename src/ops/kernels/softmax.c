@@ -206,6 +206,11 @@ STORED_TYPES(ROW)
  * p % inner; the D % R rows left update positions below inner, then each
  * column's R states are merged and copied back to all its positions. */
 #define NOINLINE __attribute__((noinline)) /* one copy */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NOCLONE __attribute__((noclone)) /* not one per call's constants */
+#else
+#define NOCLONE
+#endif
 #define CB 1024 /* the widest block, in elements */
 #define CG 4    /* rows per step of the running max (8: 5-15% faster, 4 KB more) */
 #define CPF 16384 /* the prefetch distance, in bytes */
@@ -321,6 +326,78 @@ EXPSCALE(double)
         if (R > 1) cpass2_##tag(x + nq * L, y + nq * L, inner, nr, inner, m, s, logm);   \
     }
 STORED_TYPES(COLS)
+
+/* Small slices (D * inner elements, SMALL_N at most, a quarter of it when
+ * inner exceeds W: in L1 or L2 after the first pass; larger ones were slower
+ * than the blocks, and their one chain of sums per lane, long, less exact) of columns that a vector's lanes tile: inner dividing W,
+ * the slice read as flat vectors, lane l holding column l % inner, or inner a
+ * multiple of W, each vector of columns down the D rows. Three passes per vector (the
+ * max, the sum of exp(x - max), the values), without the running max's
+ * rescalings and the blocks' set-up (3x on [4096, 8, 8] float32); the lanes
+ * of one column are combined (rotations by inner, 2 inner, ...) after each of
+ * the first two, so that every lane holds its column's max and sum. */
+#define SMALL_N 16384
+static inline __m512 rot_float(__m512 v, int h) { /* lane l: v[(l + h) % 16] */
+    __m512i i = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(h));
+    return _mm512_permutexvar_ps(_mm512_and_si512(i, _mm512_set1_epi32(15)), v);
+}
+static inline __m512d rot_double(__m512d v, int h) {
+    __m512i i = _mm512_add_epi64(_mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi64(h));
+    return _mm512_permutexvar_pd(_mm512_and_si512(i, _mm512_set1_epi64(7)), v);
+}
+/* loads and stores under mask k of the stored types of C, by kind: 0
+ * float32 / float64, 1 float16, 2 bfloat16 (one copy of vcol_* per C) */
+static inline __m512 ldk_float(int kind, __mmask16 k, const void *p) {
+    return kind == 1 ? LDZ_f16(k, p) : kind == 2 ? LDZ_bf16(k, p) : LDZ_f32(k, p);
+}
+static inline void stk_float(int kind, void *p, __mmask16 k, __m512 v) {
+    if (kind == 1) STM_f16(p, k, v);
+    else if (kind == 2) STM_bf16(p, k, v);
+    else STM_f32(p, k, v);
+}
+static inline __m512d ldk_double(int kind, __mmask8 k, const void *p) { return (void)kind, LDZ_f64(k, p); }
+static inline void stk_double(int kind, void *p, __mmask8 k, __m512d v) { (void)kind, STM_f64(p, k, v); }
+/* the vectors of a column: cnt whole, then r elements (mask k); i, the vector */
+#define VCOL_FOR(C, body)                                                                \
+    _Pragma("GCC unroll 1") for (int64_t i = 0; i < cnt + (r > 0); i++) {               \
+        M_##C ki = i < cnt ? (M_##C)-1 : k;                                              \
+        V_##C v = ldk_##C(kind, ki, x + i * st);                                         \
+        body;                                                                            \
+    }
+#define VCOL(C)                                                                          \
+    /* one vector of columns: cnt vectors st bytes apart, then r elements \
+     * (lanes), the lanes congruent modulo q holding one column */                     \
+    NOINLINE NOCLONE static void vcol_##C(const char *x, char *y, int64_t cnt, int64_t st, int r, int q, \
+                                                           bool logm, int kind) {        \
+        M_##C k = TAIL(C, r);                                                            \
+        V_##C m = VOP_##C(set1)(-INFINITY), s = VOP_##C(setzero)(), a;                   \
+        VCOL_FOR(C, m = VOP_##C(mask_max)(m, ki, v, m))                                  \
+        for (int h = q; h < W_##C; h *= 2) m = VOP_##C(max)(rot_##C(m, h), m);          \
+        VCOL_FOR(C, s = VOP_##C(mask_add)(s, ki, s, VEXP_##C(VOP_##C(sub)(v, m))))       \
+        for (int h = q; h < W_##C; h *= 2) s = VOP_##C(add)(rot_##C(s, h), s);          \
+        _Alignas(64) C t[W_##C];                                                         \
+        VOP_##C(store)(t, s);                                                            \
+        if (logm)                                                                        \
+            _Pragma("GCC unroll 1") for (int l = 0; l < W_##C; l++) t[l] = l < q ? LOG_##C(t[l]) : t[l % q]; \
+        a = logm ? VOP_##C(load)(t) : VOP_##C(div)(VOP_##C(set1)(1), s);                 \
+        VCOL_FOR(C, stk_##C(kind, y + i * st, ki, logm ? logsub_##C(v, m, a) : expscale_##C(v, m, a))) \
+    }                                                                                    \
+    /* the outer slices (es: the stored type's size) */                                  \
+    static void small_##C(const char *x, char *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt, \
+                          int kind, int64_t es) {                                        \
+        (void)nt;                                                                        \
+        int64_t n = D * inner, nb = n * es;                                              \
+        OMP_FOR_NT                                                                       \
+        for (int64_t o = 0; o < outer; o++) {                                            \
+            if (inner < W_##C)                                                           \
+                vcol_##C(x + o * nb, y + o * nb, n / W_##C, W_##C * es, (int)(n % W_##C), (int)inner, logm, kind); \
+            else                                                                         \
+                for (int64_t j = 0; j < inner; j += W_##C)                               \
+                    vcol_##C(x + o * nb + j * es, y + o * nb + j * es, D, inner * es, 0, W_##C, logm, kind); \
+        }                                                                                \
+    }
+VCOL(float)
+VCOL(double)
 
 /* Blocks of W adjacent rows of a transposed view (the rows one element apart,
  * their elements es apart), one lane per row, TP blocks side by side: TP
@@ -660,6 +737,11 @@ bool softmax_cols(ct_dtype dt, const void *x, void *y, int64_t outer, int64_t D,
     int64_t w = dt == CT_FLOAT64 ? 8 : 16, nb = (inner + CB - 1) / CB, R = 1;
     if (outer * nb < nt) nb = (nt + outer - 1) / outer;
     int64_t bl = ((inner + nb - 1) / nb + w - 1) / w * w;
+    if (D * inner <= (inner <= w ? SMALL_N : SMALL_N / 4) && (inner < w ? w % inner : inner % w) == 0) {
+        if (dt == CT_FLOAT64) small_double(x, y, outer, D, inner, logm, nt, 0, 8);
+        else small_float(x, y, outer, D, inner, logm, nt, dt == CT_FLOAT16 ? 1 : dt == CT_BFLOAT16 ? 2 : 0, dt == CT_FLOAT32 ? 4 : 2);
+        return true;
+    }
     if (inner < 4 * w && D >= 2 * w) {
         int64_t p2 = inner & -inner; /* the largest power of 2 dividing inner */
         R = w / (p2 < w ? p2 : w);
