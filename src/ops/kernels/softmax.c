@@ -329,9 +329,10 @@ STORED_TYPES(COLS)
 
 /* Small slices (D * inner elements, SMALL_N at most, a quarter of it when
  * inner exceeds W: in L1 or L2 after the first pass; larger ones were slower
- * than the blocks, and their one chain of sums per lane, long, less exact) of columns that a vector's lanes tile: inner dividing W,
- * the slice read as flat vectors, lane l holding column l % inner, or inner a
- * multiple of W, each vector of columns down the D rows. Three passes per vector (the
+ * than the blocks, and their one chain of sums per lane, long, less exact)
+ * of columns that a vector's lanes tile: inner dividing W, the slice read as
+ * flat vectors, lane l holding column l % inner, or inner a multiple of W,
+ * each vector of columns down the D rows. Three passes per vector (the
  * max, the sum of exp(x - max), the values), without the running max's
  * rescalings and the blocks' set-up (3x on [4096, 8, 8] float32); the lanes
  * of one column are combined (rotations by inner, 2 inner, ...) after each of
