@@ -629,11 +629,12 @@ static bool minmax_inplace(const RPlan *pl) {
     return pl->kst[pl->nk - 1] == es && (es >= 4 || pl->dt == CT_FLOAT16 || pl->dt == CT_BFLOAT16);
 }
 
-/* amax / amin across rows of float32 (rows read in place when contiguous) and
- * 16-bit values in float lanes, of contiguous int32 rows in int32 lanes
- * (outer_any_double's way, widened to double or int64, took twice the time of
- * sum(0)). LO, HI: the lanes' start (amax, amin); NB: gather buffers (rows read
- * in place need none, C one); GET: a row as T; FILL: the RState. */
+/* amax / amin across rows in the lanes of the values' own type (float for
+ * 16-bit floats): outer_any_double's way, widened to double or int64, took
+ * twice the time of sum(0). T: the lanes; X: a row's elements; LO, HI: the
+ * lanes' start (amax, amin); NB: gather buffers (f: strided rows gathered
+ * into float, one per row of a group; the others read rows in place); GET: a
+ * row as X; KERNEL: rk_cols_minmax_*; FILL: the RState. */
 #define OUTER_MINMAX(name, T, X, LO, HI, NB, GET, KERNEL, FILL)                          \
     static void outer_minmax_##name(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, \
                                    RState *st) {                                          \

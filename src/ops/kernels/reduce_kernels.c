@@ -291,10 +291,10 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
 #undef PICK
 }
 
-/* a[j] = max (min) of a[j] and x[r][j] for r < nr, j < n, NaN sticky, in
- * float (int32) lanes: amax / amin across rows of float32 and int32 (read in
- * place) and 16-bit values, which went through double (int64) before
- * ([4096, 4096] float32 amax(0) at 2x the time of sum(0)). Rows four at a
+/* a[j] = max (min) of a[j] and x[r][j] for r < nr, j < n, NaN sticky, in W
+ * lanes of the rows' own type (float for float16 / bfloat16 rows): amax /
+ * amin across rows, which went through double (int64) before ([4096, 4096]
+ * float32 amax(0) at 2x the time of sum(0)). Rows four at a
  * time as a tree, (x0 x1) (x2 x3); maxps / minps keep a NaN of a (their
  * second operand) and the NaNs of the rows are found two rows a compare
  * (unordered) and set after: a compare, NaN mask and blend a row took twice
