@@ -631,58 +631,62 @@ static bool minmax_inplace(const RPlan *pl) {
 
 /* amax / amin across rows in the lanes of the values' own type (float for
  * 16-bit floats): outer_any_double's way, widened to double or int64, took
- * twice the time of sum(0). T: the lanes; X: a row's elements; LO, HI: the
- * lanes' start (amax, amin); NB: gather buffers (f: strided rows gathered
- * into float, one per row of a group; the others read rows in place); GET: a
- * row as X; KERNEL: rk_cols_minmax_*; FILL: the RState. */
-#define OUTER_MINMAX(name, T, X, LO, HI, NB, GET, KERNEL, FILL)                          \
-    static void outer_minmax_##name(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, \
-                                   RState *st) {                                          \
-        bool inplace = minmax_inplace(pl);                                               \
-        UNIT_GEOM(inplace ? OBLOCK : GBLOCK);                                            \
-        int64_t o0 = ko * m + j0, kst = pl->kst[pl->nk - 1];                             \
-        bool max = rk == RK_AMAX;                                                        \
-        _Alignas(64) T a[OBLOCK];                                                        \
-        _Alignas(64) T buf[NB][GBLOCK];                                                  \
-        const X *rows[8];                                                                \
-        (void)buf, (void)inplace;                                                        \
-        for (int64_t j = 0; j < bl; j++) a[j] = max ? LO : HI;                           \
-        int64_t idx[CT_MAX_DIMS], pidx[CT_MAX_DIMS];                                     \
-        const char *ptr = row_seek(pl, r0, idx, pl->in + kept_offset(pl, o0)), *pf = ptr; \
-        memcpy(pidx, idx, sizeof idx);                                                   \
-        /* eight rows at a time when they lie one after another; short rows prefetched \
-         * a group ahead, four rows far apart (long ones read in place: the hardware \
-         * prefetcher does better) */                                                    \
-        int group = pl->nr == 1 && pl->rst[0] == bl * kst ? 8 : 1;                       \
-        for (int k = 0; k < (group > 4 ? group : 4); k++) row_next(pl, pidx, &pf);       \
-        bool pf_rows = !inplace || bl * kst < PF_SHORT || group == 1;                    \
-        for (int64_t r = r0; r < r1;) {                                                  \
-            int nr = 0;                                                                  \
-            for (; nr < group && r < r1; nr++, r++) {                                    \
-                for (int64_t q = 0; pf_rows && q < bl * kst; q += 64) __builtin_prefetch(pf + q); \
-                row_next(pl, pidx, &pf);                                                 \
-                rows[nr] = GET;                                                          \
-                row_next(pl, idx, &ptr);                                                 \
-            }                                                                            \
-            KERNEL(a, rows, nr, bl, max);                                                \
-        }                                                                                \
-        for (int64_t j = 0; j < bl; j++) {                                               \
-            RState s = FILL;                                                             \
-            if (S > 1) st[sp * pl->nout + o0 + j] = s;                                   \
-            else finish(c, &s, o0 + j, pl->ct);                                          \
-        }                                                                                \
+ * twice the time of sum(0). Rows are read in place (minmax_inplace) or, by
+ * the float kernel, gathered into float, one buffer per row of a group. One
+ * driver for the five kernels (a copy each came to 6 KB). */
+enum { LANE_F, LANE_D, LANE_I32, LANE_I64 };
+static int minmax_lane(ct_dtype dt) {
+    return dt == CT_FLOAT64 ? LANE_D : dt == CT_INT32 ? LANE_I32 : dt == CT_INT64 ? LANE_I64 : LANE_F;
+}
+static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, RState *st) {
+    bool inplace = minmax_inplace(pl);
+    UNIT_GEOM(inplace ? OBLOCK : GBLOCK);
+    int64_t o0 = ko * m + j0, kst = pl->kst[pl->nk - 1];
+    bool max = rk == RK_AMAX;
+    int lane = minmax_lane(pl->dt);
+    rk_cols_fn kernel = lane == LANE_D ? rk_cols_minmax_d : lane == LANE_I32 ? rk_cols_minmax_i32
+                        : lane == LANE_I64 ? rk_cols_minmax_i64 : !inplace || c10_elsize[pl->dt] == 4 ? rk_cols_minmax_f
+                        : pl->dt == CT_FLOAT16 ? rk_cols_minmax_f16 : rk_cols_minmax_bf16;
+    _Alignas(64) union { float f[OBLOCK]; double d[OBLOCK]; int32_t i[OBLOCK]; int64_t l[OBLOCK]; } a;
+    _Alignas(64) float buf[8][GBLOCK];
+    const void *rows[8];
+    for (int64_t j = 0; j < bl; j++) {
+        if (lane == LANE_F) a.f[j] = max ? -INFINITY : INFINITY;
+        else if (lane == LANE_D) a.d[j] = max ? -INFINITY : INFINITY;
+        else if (lane == LANE_I32) a.i[j] = max ? INT32_MIN : INT32_MAX;
+        else a.l[j] = max ? INT64_MIN : INT64_MAX;
     }
-OUTER_MINMAX(f, float, float, -INFINITY, INFINITY, 8, inplace ? (const float *)ptr : gather((char *)buf[nr], ptr, kst, pl->dt, pl->ct, bl),
-             rk_cols_minmax_f, ((RState){.d = a[j], .has = true, .nan = a[j] != a[j]}))
-OUTER_MINMAX(h, float, uint16_t, -INFINITY, INFINITY, 1, (const uint16_t *)ptr,
-             (pl->dt == CT_FLOAT16 ? rk_cols_minmax_f16 : rk_cols_minmax_bf16),
-             ((RState){.d = a[j], .has = true, .nan = a[j] != a[j]}))
-OUTER_MINMAX(i32, int32_t, int32_t, INT32_MIN, INT32_MAX, 1, (const int32_t *)ptr, rk_cols_minmax_i32,
-             ((RState){.v = a[j], .has = true}))
-OUTER_MINMAX(d, double, double, -INFINITY, INFINITY, 1, (const double *)ptr, rk_cols_minmax_d,
-             ((RState){.d = a[j], .has = true, .nan = a[j] != a[j]}))
-OUTER_MINMAX(i64, int64_t, int64_t, INT64_MIN, INT64_MAX, 1, (const int64_t *)ptr, rk_cols_minmax_i64,
-             ((RState){.v = a[j], .has = true}))
+    int64_t idx[CT_MAX_DIMS], pidx[CT_MAX_DIMS];
+    const char *ptr = row_seek(pl, r0, idx, pl->in + kept_offset(pl, o0)), *pf = ptr;
+    memcpy(pidx, idx, sizeof idx);
+    /* eight rows at a time when they lie one after another; short rows prefetched
+     * a group ahead, four rows far apart (long ones read in place: the hardware
+     * prefetcher does better) */
+    int group = pl->nr == 1 && pl->rst[0] == bl * kst ? 8 : 1;
+    for (int k = 0; k < (group > 4 ? group : 4); k++) row_next(pl, pidx, &pf);
+    bool pf_rows = !inplace || bl * kst < PF_SHORT || group == 1;
+    for (int64_t r = r0; r < r1;) {
+        int nr = 0;
+        for (; nr < group && r < r1; nr++, r++) {
+            for (int64_t q = 0; pf_rows && q < bl * kst; q += 64) __builtin_prefetch(pf + q);
+            row_next(pl, pidx, &pf);
+            rows[nr] = inplace ? (const void *)ptr : gather((char *)buf[nr], ptr, kst, pl->dt, pl->ct, bl);
+            row_next(pl, idx, &ptr);
+        }
+        kernel(&a, rows, nr, bl, max);
+    }
+    for (int64_t j = 0; j < bl; j++) {
+        RState s = {.has = true};
+        if (lane == LANE_I32 || lane == LANE_I64) {
+            s.v = lane == LANE_I32 ? a.i[j] : a.l[j];
+        } else {
+            s.d = lane == LANE_F ? a.f[j] : a.d[j];
+            s.nan = s.d != s.d;
+        }
+        if (S > 1) st[sp * pl->nout + o0 + j] = s;
+        else finish(c, &s, o0 + j, pl->ct);
+    }
+}
 
 /* false when the scratch for the splits is not there: the caller's path then */
 static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
@@ -700,10 +704,7 @@ static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
     RState *st = S > 1 ? c10_alloc(nscr) : NULL;
     if (S > 1 && !st) return false;
     void (*f)(const RPlan *, int, const RCtx *, int64_t, int64_t, int64_t, RState *) =
-        minmax ? (dt == CT_INT32 ? outer_minmax_i32 : dt == CT_INT64 ? outer_minmax_i64 : dt == CT_FLOAT64 ? outer_minmax_d
-                  : c10_elsize[dt] == 2 && inplace ? outer_minmax_h : outer_minmax_f)
-        : pl->ct == CT_I64 ? outer_any_int64
-                           : outer_any_double;
+        minmax ? outer_minmax : pl->ct == CT_I64 ? outer_any_int64 : outer_any_double;
     int64_t units = outer * nb * S;
     OMP_FOR_NT
     for (int64_t u = 0; u < units; u++) f(pl, rk, c, u, nb, S, st);

@@ -300,7 +300,9 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
  * (unordered) and set after: a compare, NaN mask and blend a row took twice
  * the time of sum(0) at the same geometry; masked loads throughout, 1.4x. */
 #define COLS_MINMAX(name, T, X, VT, PS, W, LD, LDM, SC, MAXV, MINV, NANK, NANSET, NANCHK)   \
-    void rk_cols_minmax_##name(T *a, const X *const *x, int nr, int64_t n, bool max) {    \
+    void rk_cols_minmax_##name(void *av, const void *const *xv, int nr, int64_t n, bool max) { \
+        T *a = av;                                                                         \
+        const X *const *x = (const X *const *)xv;                                          \
         int64_t j = 0;                                                                     \
         if (max) COLS_MINMAX_VEC(VT, PS, W, LD, LDM, MAXV, NANK, NANSET)                   \
         else COLS_MINMAX_VEC(VT, PS, W, LD, LDM, MINV, NANK, NANSET)                       \

@@ -75,12 +75,13 @@ typedef void (*rk_block_fn)(void *out, const void *const *rows, int64_t n, int m
 CT_INTERNAL rk_block_fn rk_block_kernel(int rk, ct_dtype dt, double p, int *nrows, int *mode);
 /* a[j] = max (max) or min of a[j] and x[r][j], r < nr, j < n; a NaN sticks
  * (amax / amin across rows); float16 / bfloat16 rows into float a */
-CT_INTERNAL void rk_cols_minmax_f(float *a, const float *const *x, int nr, int64_t n, bool max);
-CT_INTERNAL void rk_cols_minmax_i32(int32_t *a, const int32_t *const *x, int nr, int64_t n, bool max);
-CT_INTERNAL void rk_cols_minmax_d(double *a, const double *const *x, int nr, int64_t n, bool max);
-CT_INTERNAL void rk_cols_minmax_i64(int64_t *a, const int64_t *const *x, int nr, int64_t n, bool max);
-CT_INTERNAL void rk_cols_minmax_f16(float *a, const uint16_t *const *x, int nr, int64_t n, bool max);
-CT_INTERNAL void rk_cols_minmax_bf16(float *a, const uint16_t *const *x, int nr, int64_t n, bool max);
+typedef void (*rk_cols_fn)(void *a, const void *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_f(void *a, const void *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_i32(void *a, const void *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_d(void *a, const void *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_i64(void *a, const void *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_f16(void *a, const void *const *x, int nr, int64_t n, bool max);
+CT_INTERNAL void rk_cols_minmax_bf16(void *a, const void *const *x, int nr, int64_t n, bool max);
 /* a[j] += e^(x[j] - sh[j]) (sh not NULL), else |x[j]|^p for float32 or 16-bit
  * values x (e^(p log|x|) in double), j < n, a multiple of 8; x is scratch,
  * overwritten: the columns of logsumexp and norm across rows, vectorised */
