@@ -98,9 +98,11 @@ def run(x, d, log, what):
 
 @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_cols(dtype, log):
-    g = torch.Generator().manual_seed(81 + log)
-    for shape, d in SHAPES:
+@pytest.mark.parametrize("shapes, seed", [("SHAPES", 81), ("SMALL", 111)], ids=["blocks", "small"])
+def test_cols(dtype, log, shapes, seed):
+    """SHAPES: the column blocks; SMALL (below): the small slices"""
+    g = torch.Generator().manual_seed(seed + log)
+    for shape, d in globals()[shapes]:
         run(make(shape, d, g, dtype), d, log, f"{dtype} {shape} dim {d}")
 
 
@@ -139,13 +141,6 @@ SMALL = [((300, 8, 8), 1), ((33, 5, 4), 1), ((7, 3, 2), 1), ((50, 16, 16), 1), (
          ((2, 64, 64), 1), ((2, 65, 64), 1), ((2, 1024, 16), 1), ((2, 1025, 16), 1),
          ((40, 3, 4, 2), 1), ((257, 4), 0), ((64, 2), 0), ((3, 255, 16), 1), ((4, 9, 32), 1), ((100, 17, 4), -2)]
 
-
-@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
-def test_cols_small(dtype, log):
-    g = torch.Generator().manual_seed(111 + log)
-    for shape, d in SMALL:
-        run(make(shape, d, g, dtype), d, log, f"{dtype} {shape} dim {d}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
