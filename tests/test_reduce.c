@@ -269,8 +269,49 @@ TEST(strided_sums_stay_in_bounds) {
     }
 }
 
+/* Short rows whose block is not one run of memory: x.permute(1, 0, 2) of an
+ * [A, B, n] blob of exactly A B n elements, so that a block's first and last
+ * rows lie (L - 1) n apart while the rows between are out of order. The block
+ * kernels' plain tail loads must not read past the blob (an ASan failure
+ * before the rows between were checked too); the sums and maxima against the
+ * elements. */
+TEST(block_rows_stay_in_bounds) {
+    const ct_dtype dts[] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16, CT_INT32, CT_INT64};
+    const int64_t ns[] = {3, 5, 7, 9, 13};
+    const int64_t bs[] = {4, 8};
+    for (int d = 0; d < 6; d++) {
+        size_t es = ct_dtype_size(dts[d]);
+        for (int k = 0; k < 5; k++) {
+            for (int q = 0; q < 2; q++) {
+                int64_t n = ns[k], B = bs[q], len = 2 * B * n;
+                float *f = malloc((size_t)len * sizeof(float));
+                for (int64_t i = 0; i < len; i++) f[i] = (float)((i * 7) % 11 - 5);
+                void *blob = malloc((size_t)len * es);
+                CHECK_EQ_INT(ct_copy_to_buffer(ct_from_data(f, CT_SHAPE(len), CT_FLOAT32), blob, dts[d]), 0);
+                ct_tensor *t = ct_from_blob(blob, CT_SHAPE(2, B, n), dts[d], free_blob, NULL);
+                ct_tensor *v = ct_permute(t, CT_DIMS(1, 0, 2));
+                ct_tensor *sum = ct_to_dtype(ct_sum_dims(v, CT_DIMS(2), false), CT_FLOAT64);
+                ct_tensor *max = ct_to_dtype(ct_amax(v, CT_DIMS(2), false), CT_FLOAT64);
+                const double *ps = ct_data_ptr(sum), *pm = ct_data_ptr(max);
+                for (int64_t b = 0; b < B; b++)
+                    for (int64_t a = 0; a < 2; a++) {
+                        double s = 0, m = -1e9;
+                        for (int64_t j = 0; j < n; j++) {
+                            double x = f[(a * B + b) * n + j];
+                            s += x, m = x > m ? x : m;
+                        }
+                        CHECK_NEAR(ps[b * 2 + a], s, 0);
+                        CHECK_NEAR(pm[b * 2 + a], m, 0);
+                    }
+                free(f);
+            }
+        }
+    }
+}
+
 int main(void) {
     RUN(strided_sums_stay_in_bounds);
+    RUN(block_rows_stay_in_bounds);
     RUN(deterministic);
     RUN(max_dim_grad);
     RUN(sum_basic);

@@ -865,7 +865,9 @@ static inline void store_f16x(void *out, __m512 v) {
  * The row loop stays rolled: unrolled, the kernels took 45 KB of code for no
  * measured gain. */
 #define CHUNKS(L, MT, T, NAME, BODY)                                                     \
-    bool adj = (uintptr_t)rows[L - 1] - (uintptr_t)rows[0] == (uintptr_t)((L - 1) * n) * sizeof(T); \
+    bool adj = true; /* every row right after the one before (not just the last) */       \
+    for (int r = 1; r < L; r++)                                                          \
+        adj &= (uintptr_t)rows[r] - (uintptr_t)rows[r - 1] == (uintptr_t)n * sizeof(T);  \
     _Pragma("GCC unroll 1") for (int r = 0; r < L; r++) {                                \
         const T *row = rows[r];                                                          \
         int64_t k = 0;                                                                   \
