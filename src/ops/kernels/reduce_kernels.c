@@ -37,7 +37,13 @@
 #define LOADV_f16_1(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #define LOADV_f16_2(p) LOADV_f16_2_(_mm512_loadu_si512((const void *)(p)))
 #define LOADV_f16_2_(v) _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v))
-#define LOADV_bf16_1(p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(p))), 16))
+#define LOADV_bf16_1(p) WIDEN_BF16(_mm256_loadu_si256((const __m256i *)(p)))
+#define WIDEN_BF16(h) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)) /* 16 as floats */
+#if defined __AVX512BW__ && defined __AVX512VL__
+/* the lanes of mask m of 16 float16 / bfloat16 as floats, the others 0 */
+#define LB_f16(p, m) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p))
+#define LB_bf16(p, m) WIDEN_BF16(_mm256_maskz_loadu_epi16(m, p))
+#endif
 #define LOADV_bf16_2(p) LOADV_bf16_2_(_mm512_loadu_si512((const void *)(p)))
 #define LOADV_bf16_2_(v) _mm512_castsi512_ps(_mm512_slli_epi32(v, 16))
 /* of a float32 / float64 ::2 slice, the even lanes of two registers (the
@@ -362,8 +368,8 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
 #define LD_bf16(p) LOADV_bf16_1(p)
 #if defined __AVX512BW__ && defined __AVX512VL__ /* else the 16-bit tails in scalar code */
 #define LDM_OK 1
-#define LDM_f16(t, p) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(t, p))
-#define LDM_bf16(t, p) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(t, p)), 16))
+#define LDM_f16(t, p) LB_f16(p, t)
+#define LDM_bf16(t, p) LB_bf16(p, t)
 #else
 #define LDM_OK (sizeof **x >= 4)
 #define LDM_f16(t, p) ((void)(t), _mm512_setzero_ps())
@@ -775,8 +781,7 @@ void rk_combine(int rk, int ct, double p, RState *a, const RState *b) {
 
 /* a chunk of (up to) 16 elements as floats, masked-off lanes 0 */
 #define LB_float(p, m) _mm512_maskz_loadu_ps(m, p)
-#define LB_f16(p, m) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p))
-#define LB_bf16(p, m) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p)), 16))
+/* LB_f16, LB_bf16: above */
 /* of 8 elements as double / int64 */
 #define LB_double(p, m) _mm512_castpd_si512(_mm512_maskz_loadu_pd(m, p))
 #define LB_i64(p, m) _mm512_maskz_loadu_epi64(m, p)
@@ -788,8 +793,7 @@ void rk_combine(int rk, int ct, double p, RState *a, const RState *b) {
  * torch's time) */
 #define LT_float(p, m) _mm512_maskz_mov_ps(m, PLAIN(_mm512_loadu_ps(p)))
 #define LT_f16(p, m) _mm512_cvtph_ps(_mm256_maskz_mov_epi16(m, PLAIN(_mm256_loadu_si256((const __m256i *)(p)))))
-#define LT_bf16(p, m) \
-    _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_mov_epi16(m, PLAIN(_mm256_loadu_si256((const __m256i *)(p))))), 16))
+#define LT_bf16(p, m) WIDEN_BF16(_mm256_maskz_mov_epi16(m, PLAIN(_mm256_loadu_si256((const __m256i *)(p)))))
 #define LT_double(p, m) _mm512_castpd_si512(_mm512_maskz_mov_pd(m, PLAIN(_mm512_loadu_pd(p))))
 #define LT_i64(p, m) _mm512_maskz_mov_epi64(m, PLAIN(_mm512_loadu_si512((const void *)(p))))
 #define LT_i32(p, m) _mm512_cvtepi32_epi64(_mm256_maskz_mov_epi32(m, PLAIN(_mm256_loadu_si256((const __m256i *)(p)))))
