@@ -59,10 +59,11 @@ static inline float ls_bf16(float s) { return round_bf16(logf(round_bf16(s))); }
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
 /* Three passes over a row x of n elements (stored type S, computed in C: float
- * for float32 and the 16-bit types): its max, read from memory; the exps of
- * x - max, summed (softmax: stored in b, the row of y itself or a buffer), in
- * L1 while the next row is prefetched; the scaling of b into y (softmax), or
- * (x - max) - log(sum) (log_softmax), rounded once to S. The last two hit L1.
+ * for float32 and the 16-bit types): its max, read from memory (a 16-bit row
+ * widened into a buffer b); the exps of x - max, summed (softmax: stored in b,
+ * the row of y itself or the buffer), in L1 while the next row is prefetched;
+ * the scaling of b into y (softmax), or (x - max) - log(sum) (log_softmax),
+ * rounded once to S. The last two hit L1.
  * (Non-temporal stores of y, from a buffer b, were no faster.) */
 #define V_float __m512
 #define V_double __m512d
@@ -136,33 +137,32 @@ STORE_FNS(double)
 #define STORED_TYPES(X)                                                          \
     X(f32, float, float, logf) X(f64, double, double, dlog) X(f16, uint16_t, float, logf) \
     X(bf16, uint16_t, float, ls_bf16)
-#define ROW(tag, S, C, LS)                                                               \
-    static inline C max_##tag(const S *x, int64_t n) {                                   \
-        V_##C m0 = VOP_##C(set1)(-INFINITY), m1 = m0, m2 = m0, m3 = m0;                  \
-        int64_t i = 0;                                                                   \
-        for (; i + 4 * W_##C <= n; i += 4 * W_##C) {                                     \
-            m0 = VOP_##C(max)(LD_##tag(x + i), m0);                                      \
-            m1 = VOP_##C(max)(LD_##tag(x + i + W_##C), m1);                              \
-            m2 = VOP_##C(max)(LD_##tag(x + i + 2 * W_##C), m2);                          \
-            m3 = VOP_##C(max)(LD_##tag(x + i + 3 * W_##C), m3);                          \
-        }                                                                                \
-        for (; i + W_##C <= n; i += W_##C) m0 = VOP_##C(max)(LD_##tag(x + i), m0);       \
-        m0 = VOP_##C(mask_max)(m0, TAIL(C, n - i), LDZ_##tag(TAIL(C, n - i), x + i), m0); \
-        return VOP_##C(reduce_max)(VOP_##C(max)(VOP_##C(max)(m0, m1), VOP_##C(max)(m2, m3))); \
-    }                                                                                    \
-    /* the sum of exp(x - m), each stored in b unless NULL; the tail's added in           \
-     * order first (vmath.h's vm_exp*_sum_n order: a short row's sum is torch's).         \
-     * A line per vector is prefetched of next, the next row (elements es apart:          \
-     * a gathered row's too, 25% on 16-bit ::2 slices), and for writing of wy             \
-     * (log_softmax: y's row, written by the last pass), whose reads for                  \
-     * ownership then overlap the exps (5-25% on log_softmax; softmax, whose              \
-     * exps go to y, gained nothing) */                                                   \
-    static inline C expsum_##tag(const S *x, C *b, C m, int64_t n, const S *next, int64_t es, const S *wy) { \
+/* 16-bit rows are widened once, by the max pass, into b, which the other two
+ * read: converting in each pass was 10-15% slower (a vcvtph2ps per vector
+ * costs about two cycles here) */
+#define WIDE_f32 0
+#define WIDE_f64 0
+#define WIDE_f16 1
+#define WIDE_bf16 1
+/* what expsum_* prefetches: a line per vector of next, the next row (elements
+ * nstep bytes apart: a gathered row's too, 25% on 16-bit ::2 slices), and for
+ * writing of wy (log_softmax: y's row, written by the last pass), whose reads
+ * for ownership then overlap the exps (5-25% on log_softmax; softmax, whose
+ * exps go to y or b, gained nothing) */
+typedef struct {
+    const char *next, *wy;
+    int64_t nstep, wstep;
+} Ahead;
+/* the sum of exp(x - m), each stored in b unless NULL; the tail's added in
+ * order first (vmath.h's vm_exp*_sum_n order: a short row's sum is torch's),
+ * in L1 while the next row is fetched */
+#define EXPSUM(tag, S, C)                                                                \
+    static inline C expsum_##tag(const S *x, C *b, C m, int64_t n, Ahead pf) {           \
         V_##C vm = VOP_##C(set1)(m), acc = VOP_##C(setzero)();                           \
         int64_t i = 0;                                                                   \
         for (; i + W_##C <= n; i += W_##C) {                                             \
-            if (next) _mm_prefetch((const char *)(next + i * es), _MM_HINT_T0);          \
-            if (wy) _mm_prefetch((const char *)(wy + i), _MM_HINT_ET0);                  \
+            if (pf.next) _mm_prefetch(pf.next + i * pf.nstep, _MM_HINT_T0);              \
+            if (pf.wy) _mm_prefetch(pf.wy + i * pf.wstep, _MM_HINT_ET0);                 \
             V_##C e = VEXP_##C(VOP_##C(sub)(LD_##tag(x + i), vm));                       \
             acc = VOP_##C(add)(acc, e);                                                  \
             if (b) VOP_##C(storeu)(b + i, e);                                            \
@@ -175,16 +175,45 @@ STORE_FNS(double)
             for (int j = 0; j < n - i; j++) s += t[j];                                   \
         }                                                                                \
         return s + VOP_##C(reduce_add)(acc);                                             \
+    }
+/* the max of x, widened into w on the way if wide */
+#define ROW(tag, S, C, LS)                                                               \
+    EXPSUM(tag, S, C)                                                                    \
+    static inline C max_##tag(const S *x, int64_t n, C *w, bool wide) {                  \
+        V_##C m[4], v;                                                                   \
+        for (int k = 0; k < 4; k++) m[k] = VOP_##C(set1)(-INFINITY);                     \
+        int64_t i = 0;                                                                   \
+        for (; i + 4 * W_##C <= n; i += 4 * W_##C)                                       \
+            for (int k = 0; k < 4; k++) {                                                \
+                v = LD_##tag(x + i + k * W_##C);                                         \
+                if (wide) VOP_##C(storeu)(w + i + k * W_##C, v);                         \
+                m[k] = VOP_##C(max)(v, m[k]);                                            \
+            }                                                                            \
+        for (; i + W_##C <= n; i += W_##C) {                                             \
+            v = LD_##tag(x + i);                                                         \
+            if (wide) VOP_##C(storeu)(w + i, v);                                         \
+            m[0] = VOP_##C(max)(v, m[0]);                                                \
+        }                                                                                \
+        if (i < n) {                                                                     \
+            v = LDZ_##tag(TAIL(C, n - i), x + i);                                        \
+            if (wide) VOP_##C(mask_storeu)(w + i, TAIL(C, n - i), v);                    \
+            m[0] = VOP_##C(mask_max)(m[0], TAIL(C, n - i), v, m[0]);                     \
+        }                                                                                \
+        return VOP_##C(reduce_max)(VOP_##C(max)(VOP_##C(max)(m[0], m[1]), VOP_##C(max)(m[2], m[3]))); \
     }                                                                                    \
     static void row_##tag(const S *x, S *y, C *b, int64_t n, bool logm, const S *next, int64_t es) { \
-        C m = max_##tag(x, n);                                                           \
+        Ahead pf = {(const char *)next, logm ? (const char *)y : NULL, es * (int64_t)sizeof(S), sizeof(S)}; \
+        C m = max_##tag(x, n, b, WIDE_##tag);                                            \
+        C s = WIDE_##tag ? expsum_f32((const float *)b, logm ? NULL : (float *)b, m, n, pf) \
+                         : expsum_##tag(x, logm ? NULL : b, m, n, pf);                   \
+        const C *u = WIDE_##tag ? b : (const C *)(const void *)x; /* x, widened */      \
         V_##C a = VOP_##C(set1)(m), c;                                                   \
         if (logm) {                                                                      \
-            c = VOP_##C(set1)(LS(expsum_##tag(x, NULL, m, n, next, es, y)));                  \
-            STORE_ROW(tag, C, y, n, tag, x, logsub, a, c);                           \
+            c = VOP_##C(set1)(LS(s));                                                    \
+            STORE_ROW(tag, C, y, n, C, u, logsub, a, c);                                 \
         } else {                                                                         \
-            a = VOP_##C(set1)(1 / expsum_##tag(x, b, m, n, next, es, NULL));                  \
-            STORE_ROW(tag, C, y, n, C, b, scale, a, a);                             \
+            a = VOP_##C(set1)(1 / s);                                                    \
+            STORE_ROW(tag, C, y, n, C, b, scale, a, a);                                  \
         }                                                                                \
     }
 STORED_TYPES(ROW)
@@ -668,12 +697,17 @@ ROWS(f16, uint16_t, float)
 ROWS(bf16, uint16_t, float)
 
 static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
+/* The bytes between two threads' parts of one buffer: a part's own, and a
+ * page unused. With the parts adjacent, the prefetches past the end of thread
+ * 0's part took the lines thread 1 was writing: 16-bit softmax rows ran 1.3x
+ * slower at 2 threads (a 16 KB part a row). */
+static size_t thread_part(size_t per) { return per ? round64(per) + 4096 : 0; }
 
 bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y, int64_t outer, int64_t D,
                      bool logm, int nt) {
     bool half = dt == CT_FLOAT16 || dt == CT_BFLOAT16;
     size_t cs = dt == CT_FLOAT64 ? 8 : 4, ss = half ? 2 : cs, rb = (size_t)D * ss;
-    size_t eb = half ? round64((size_t)D * cs) : 0, per = eb + (es != 1 ? round64(rb) : 0);
+    size_t eb = half ? round64((size_t)D * cs) : 0, per = thread_part(eb + (es != 1 ? round64(rb) : 0));
     char *buf = per ? aligned_alloc(64, per * (size_t)nt) : NULL;
     if (per && !buf) return false;
     if (dt == CT_FLOAT32) rows_f32(x, g, es, y, outer, D, logm, nt, buf, eb, per);
@@ -701,7 +735,7 @@ COLD_CODE int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *
         else gi.size[n] = go.size[n] = g->size[k], gi.stride[n] = g->stride[k], go.stride[n] = a;
     }
     gi.nd = go.nd = g->nd - 1;
-    size_t per = round64((size_t)D * 64 * (TP + 1)); /* the lines; 16-bit: the rows */
+    size_t per = thread_part((size_t)D * 64 * (TP + 1)); /* the lines; 16-bit: the rows */
     char *buf = aligned_alloc(64, per * (size_t)nt);
     if (!buf) return -1;
     tblocks(&tfns[dt == CT_FLOAT32 ? 0 : dt == CT_FLOAT64 ? 1 : dt == CT_FLOAT16 ? 2 : 3], x, &gi, &go, a / g->size[u], g->size[u], ou, es, y, D, logm, nt, buf, per);
