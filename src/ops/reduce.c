@@ -162,9 +162,18 @@ static int64_t kept_offset(const RPlan *pl, int64_t o) {
 
 /* n contiguous elements of sd into cd (the compute dtype): the 16-bit floats
  * and the narrower integers in vectorised loops, the rest through c10_convert. */
+/* float32 rows into double, vectorised (the callers are compiled for size) */
+static void widen(void *x, const void *g, int64_t n) {
+    for (int64_t j = 0; j < n; j++) ((double *)x)[j] = ((const float *)g)[j];
+}
+
 static void convert_run(void *dst, ct_dtype cd, const char *src, ct_dtype sd, int64_t n) {
     if ((sd == CT_BFLOAT16 || sd == CT_FLOAT16) && cd == CT_FLOAT32) {
         c10_half_to_float_n(dst, (const uint16_t *)src, sd == CT_BFLOAT16, n);
+        return;
+    }
+    if (sd == CT_FLOAT32 && cd == CT_FLOAT64) { /* var's means: c10_convert's loop, 4x slower */
+        widen(dst, src, n);
         return;
     }
     int64_t *restrict o = dst;
@@ -560,10 +569,6 @@ typedef uint64_t vu_ __attribute__((vector_size(64)));
 COLD_COMBINE(double, double, 1)
 COLD_COMBINE(int64, int64_t, 0)
 
-/* float32 rows into double, vectorised (the callers are compiled for size) */
-static void widen(void *x, const void *g, int64_t n) {
-    for (int64_t j = 0; j < n; j++) ((double *)x)[j] = ((const float *)g)[j];
-}
 
 #define OUTER_ANY(name, W, V, INT, ATTR)                                                 \
     static ATTR void outer_any_##name(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, \
@@ -624,10 +629,12 @@ OUTER_ANY(int64, int64_t, vl_, 1, COLD_CODE)
 
 /* rows of float32 / 64, int32 / 64 and 16-bit floats read in place, OBLOCK columns a
  * unit (GBLOCK wide, [4096, 4096] float32 rows were 2 KB segments 16 KB
- * apart: 2.3x the time of sum(0)) */
-static bool minmax_inplace(const RPlan *pl) {
-    int64_t es = (int64_t)c10_elsize[pl->dt];
-    return pl->kst[pl->nk - 1] == es && (es >= 4 || pl->dt == CT_FLOAT16 || pl->dt == CT_BFLOAT16);
+ * apart: 2.3x the time of sum(0)): the columns' step in elements, 1 or 2 (a
+ * ::2 slice, whose rows are taken whole, odd elements too: they are read
+ * anyway), else 0 (gathered) */
+static int minmax_step(const RPlan *pl) {
+    int64_t es = (int64_t)c10_elsize[pl->dt], kst = pl->kst[pl->nk - 1];
+    return (kst == es || kst == 2 * es) && (es >= 4 || pl->dt == CT_FLOAT16 || pl->dt == CT_BFLOAT16) ? (int)(kst / es) : 0;
 }
 
 /* amax / amin across rows in the lanes of the values' own type (float for
@@ -661,9 +668,10 @@ static void minmax_finish(const RPlan *pl, const RCtx *c, int lane, const void *
 }
 /* one unit; with splits (S > 1), its maxima go to scr (split-major, in lanes) */
 static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, void *scr) {
-    bool inplace = minmax_inplace(pl);
-    UNIT_GEOM(inplace ? OBLOCK : GBLOCK);
-    int64_t o0 = ko * m + j0, kst = pl->kst[pl->nk - 1];
+    int step = minmax_step(pl);
+    bool inplace = step > 0;
+    UNIT_GEOM(inplace ? OBLOCK / step : GBLOCK);
+    int64_t o0 = ko * m + j0, kst = pl->kst[pl->nk - 1], n = inplace ? (bl - 1) * step + 1 : bl; /* lanes */
     bool max = rk == RK_AMAX;
     int lane = minmax_lane(pl->dt);
     rk_cols_fn kernel = lane != LANE_F || !inplace || c10_elsize[pl->dt] == 4 ? lane_kernel(lane)
@@ -671,7 +679,7 @@ static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, i
     _Alignas(64) union { float f[OBLOCK]; double d[OBLOCK]; int32_t i[OBLOCK]; int64_t l[OBLOCK]; } a;
     _Alignas(64) float buf[8][GBLOCK];
     const void *rows[8];
-    for (int64_t j = 0; j < bl; j++) {
+    for (int64_t j = 0; j < n; j++) {
         if (lane == LANE_F) a.f[j] = max ? -INFINITY : INFINITY;
         else if (lane == LANE_D) a.d[j] = max ? -INFINITY : INFINITY;
         else if (lane == LANE_I32) a.i[j] = max ? INT32_MIN : INT32_MAX;
@@ -683,7 +691,7 @@ static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, i
     /* eight rows at a time when they lie one after another; short rows prefetched
      * a group ahead, four rows far apart (long ones read in place: the hardware
      * prefetcher does better) */
-    int group = pl->nr == 1 && pl->rst[0] == bl * kst ? 8 : 1;
+    int group = pl->nr == 1 ? 8 : 1;
     for (int k = 0; k < (group > 4 ? group : 4); k++) row_next(pl, pidx, &pf);
     bool pf_rows = !inplace || bl * kst < PF_SHORT || group == 1;
     for (int64_t r = r0; r < r1;) {
@@ -694,9 +702,10 @@ static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, i
             rows[nr] = inplace ? (const void *)ptr : gather((char *)buf[nr], ptr, kst, pl->dt, pl->ct, bl);
             row_next(pl, idx, &ptr);
         }
-        kernel(&a, rows, nr, bl, max);
+        kernel(&a, rows, nr, n, max);
     }
     size_t ls = lane_size(lane);
+    for (int64_t j = 1; step == 2 && j < bl; j++) memcpy((char *)&a + j * ls, (char *)&a + 2 * j * ls, ls);
     if (S > 1) memcpy((char *)scr + ((size_t)(sp * pl->nout + o0)) * ls, &a, (size_t)bl * ls);
     else minmax_finish(pl, c, lane, &a, o0, bl);
 }
@@ -705,12 +714,12 @@ static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, i
 static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
     ct_dtype dt = pl->dt;
     int64_t m = pl->ks[pl->nk - 1];
-    /* 64-bit rows only when long, one after another and one unit wide: others ([65536, 256],
-     * [256, 65536]) measured 1.2-1.5x slower than on the double path */
-    bool inplace = minmax_inplace(pl), adjacent = pl->nr == 1 && pl->rst[0] == m * (int64_t)c10_elsize[dt];
-    bool wide = dt == CT_INT32 || ((dt == CT_INT64 || dt == CT_FLOAT64) && adjacent && m >= 2048 && m <= OBLOCK);
+    /* 64-bit rows only when long: [65536, 256] and [262144, 64] measured 1.1-1.3x slower than
+     * on the double path ([256, 65536], [512, 10000]: 0.45-0.7 of its time) */
+    int step = minmax_step(pl);
+    bool inplace = step > 0, wide = dt == CT_INT32 || ((dt == CT_INT64 || dt == CT_FLOAT64) && m >= 2048);
     bool minmax = (rk == RK_AMAX || rk == RK_AMIN) && (pl->ct == CT_F32 || (wide && inplace));
-    int64_t B = minmax && inplace ? OBLOCK : GBLOCK;
+    int64_t B = minmax && inplace ? OBLOCK / step : GBLOCK;
     int64_t outer = pl->nout / m, nb = (m + B - 1) / B, S = splits(pl, outer * nb);
     int nt = nthreads_for(pl->nout * pl->nred);
     /* the splits' results: RStates, or amax / amin in their lanes (a combine

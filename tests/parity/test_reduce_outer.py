@@ -334,17 +334,19 @@ def test_norm_general_p(dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64],
                          ids=IDS)
 def test_outer_minmax_layouts(dtype):
-    """amax / amin across rows read in place in four-row trees, one row at a
-    time when rows lie far apart (wider than a block, column slices), gathered
-    (::2 slices): rows not a multiple of the groups (1003: a split ends 43
-    rows in), NaN in a tree's first, second, fourth row and in a lone last
-    row, in the vector lanes and the tail lanes, +-inf; exact against torch"""
+    """amax / amin across rows read in place in four-row trees, eight rows a
+    call whether or not they lie one after another (wider than a block,
+    column slices), ::2 slices read whole (their odd columns, here one NaN,
+    left out at the end; 64-bit lanes from 2048 columns: [40, 4200]): rows
+    not a multiple of the groups (1003: a split ends 43 rows in), NaN in a
+    tree's first, second, fourth row and in a lone last row, in the vector
+    lanes and the tail lanes, +-inf; exact against torch"""
     fl = dtype.is_floating_point
     for rows, cols, view in ((1003, 70, "all"), (70, 4100, "all"), (1003, 100, "cols"), (333, 301, "step"),
-                             (64, 4096 + 33, "all"), (9, 17, "all"), (37, 2100, "all")):
+                             (64, 4096 + 33, "all"), (9, 17, "all"), (37, 2100, "all"), (40, 4200, "step")):
         x = exact(rows, cols, dtype)
         if fl:
-            for r, c in ((0, 1), (961, 20), (1000, 69), (1002, 3), (5, 40), (66, 4099), (3, 4100 + 20), (7, 16), (36, 2098)):
+            for r, c in ((0, 1), (961, 20), (1000, 69), (1002, 3), (5, 40), (66, 4099), (3, 4100 + 20), (7, 16), (36, 2098), (39, 4001), (38, 4198)):
                 if r < rows and c < cols:
                     x[r, c] = float("nan")
             x[rows // 2, 5] = float("inf")
