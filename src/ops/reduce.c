@@ -552,7 +552,7 @@ typedef uint64_t vu_ __attribute__((vector_size(64)));
 #define COLD_COMBINE(name, W, FLOATING)                                                  \
     static COLD_CODE void cold_##name(int rk, double p, W *a, W *x, const W *sh, int64_t bl, bool f32) { \
         if (FLOATING && (rk == RK_SUMEXP || (f32 && isfinite(p) && p != 0))) {           \
-            rk_cols_pow_exp((void *)a, (void *)x, rk == RK_SUMEXP ? (const void *)sh : NULL, p, (bl + 7) & ~7); \
+            rk_cols_pow_exp((void *)a, (void *)x, rk == RK_SUMEXP ? (const void *)sh : NULL, p, (bl + 7) & ~7, f32); \
             return;                                                                      \
         }                                                                                \
         for (int64_t j = 0; j < bl; j++) {                                               \

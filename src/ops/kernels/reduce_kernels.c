@@ -419,7 +419,17 @@ static void pow_acc(double *acc, const float *x, int64_t m, double p) {
         for (int k = 0; k < 8; k++) acc[k] += t[j + k];
 }
 
-void rk_cols_pow_exp(double *a, double *x, const double *sh, double p, int64_t n) {
+void rk_cols_pow_exp(double *a, double *x, const double *sh, double p, int64_t n, bool f32) {
+    if (sh && f32) { /* float32 (16-bit) values: exp(x - sh) in float, as the rows' sumexp */
+        float t[POW_RUN];
+        for (int64_t j0 = 0; j0 < n; j0 += POW_RUN) {
+            int64_t m = n - j0 < POW_RUN ? n - j0 : POW_RUN;
+            for (int64_t j = 0; j < m; j++) t[j] = (float)x[j0 + j] - (float)sh[j0 + j];
+            vm_expf_n(t, t, m);
+            for (int64_t j = 0; j < m; j++) a[j0 + j] += t[j];
+        }
+        return;
+    }
     if (sh)
         for (int64_t j = 0; j < n; j++) x[j] -= sh[j];
     else

@@ -82,10 +82,11 @@ CT_INTERNAL void rk_cols_minmax_d(void *a, const void *const *x, int nr, int64_t
 CT_INTERNAL void rk_cols_minmax_i64(void *a, const void *const *x, int nr, int64_t n, bool max);
 CT_INTERNAL void rk_cols_minmax_f16(void *a, const void *const *x, int nr, int64_t n, bool max);
 CT_INTERNAL void rk_cols_minmax_bf16(void *a, const void *const *x, int nr, int64_t n, bool max);
-/* a[j] += e^(x[j] - sh[j]) (sh not NULL), else |x[j]|^p for float32 or 16-bit
+/* a[j] += e^(x[j] - sh[j]) (sh not NULL; in float when f32, as the rows'
+ * sumexp), else |x[j]|^p for float32 or 16-bit
  * values x (e^(p log|x|) in double), j < n, a multiple of 8; x is scratch,
  * overwritten: the columns of logsumexp and norm across rows, vectorised */
-CT_INTERNAL void rk_cols_pow_exp(double *a, double *x, const double *sh, double p, int64_t n);
+CT_INTERNAL void rk_cols_pow_exp(double *a, double *x, const double *sh, double p, int64_t n, bool f32);
 /* a = a then b (b covers later positions) */
 CT_INTERNAL void rk_combine(int rk, int ct, double p, RState *a, const RState *b);
 
