@@ -392,9 +392,10 @@ static void row_next(const RPlan *pl, int64_t *idx, const char **ptr) {
  * the rows added at a time. */
 static rk_rows_fn outer_rows(const RPlan *pl, bool *direct, int *group) {
     int64_t es = (int64_t)c10_elsize[pl->dt], kst = pl->kst[pl->nk - 1];
-    rk_rows_fn f = kst % es || compute_type(pl->dt) != pl->ct ? NULL : rk_sum_rows(pl->dt, kst / es, group);
+    bool dbl = pl->dt == CT_FLOAT32 && pl->ct == CT_F64; /* var's means */
+    rk_rows_fn f = kst % es || (compute_type(pl->dt) != pl->ct && !dbl) ? NULL : rk_sum_rows(pl->dt, kst / es, group, dbl);
     *direct = f != NULL;
-    return f ? f : rk_sum_rows(ct_dtype_of_compute[pl->ct], 1, group);
+    return f ? f : rk_sum_rows(ct_dtype_of_compute[pl->ct], 1, group, false);
 }
 
 /* the reduced position r's row (row-major over the reduced dims); once per unit */

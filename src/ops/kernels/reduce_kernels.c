@@ -19,6 +19,7 @@
 /* an element of each input dtype as the accumulator's type */
 #define LOAD_float(v) (v)
 #define LOAD_double(v) (v)
+#define LOAD_f32d(v) (v)
 #define LOAD_f16(v) c10_h2f(v)
 #define LOAD_bf16(v) rk_bf16(v)
 
@@ -225,6 +226,7 @@ rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride) {
 #endif
 #define VEC_float(S, E)
 #define VEC_double(S, E)
+#define VEC_f32d(S, E)
 #define VEC_i64(S, E)
 #define VEC_i32(S, E)
 #define LOAD_i64(v) WIDEN_(v)
@@ -278,13 +280,16 @@ rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride) {
  * float64, int64 and the ::2 slices: 5-8% faster than 8) */
 #define ROWS_ALL(X, S, GN)                                                               \
     X(float, float, float, S, 4) X(double, double, double, S, 4) X(f16, uint16_t, float, S, GN) \
+    X(f32d, float, double, S, 4) /* var's means of float32 */                                    \
     X(bf16, uint16_t, float, S, GN) X(i64, int64_t, uint64_t, S, 4) X(i32, int32_t, uint64_t, S, GN)
 ROWS_ALL(SUM_ROWS, 1, 8)
 ROWS_ALL(SUM_ROWS, 2, 4)
 
-rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group) {
+rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group, bool dbl) {
     if (stride != 1 && stride != 2) return NULL;
 #define PICK(f) return *group = stride == 1 ? group_##f##_1 : group_##f##_2, stride == 1 ? rows_##f##_1 : rows_##f##_2
+    if (dbl && dt != CT_FLOAT32) return NULL;
+    if (dbl) PICK(f32d);
     switch (dt) {
     case CT_FLOAT32: PICK(float);
     case CT_FLOAT64: PICK(double);

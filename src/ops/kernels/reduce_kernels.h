@@ -61,7 +61,7 @@ CT_INTERNAL rk_fn rk_minmax_i32(int rk);
  * rows best added at a time (4 or 8); with that many rows, next (or NULL)
  * holds as many rows to prefetch meanwhile. */
 typedef void (*rk_rows_fn)(void *part, const void *const *rows, int nr, int64_t bl, const void *const *next);
-CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group);
+CT_INTERNAL rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group, bool dbl);
 /* Short rows, several at a time: out[r] = the reduction of the n contiguous
  * elements at rows[r], for r < *nrows (16 or 8: every pointer set; the caller
  * repeats the last row to fill a block). out is double (float dtypes) or
