@@ -357,3 +357,22 @@ def test_outer_minmax_layouts(dtype):
             ct.check(lib.ct_slice(h, 1, 0, cols, 2)) if view == "step" else h
         for f, tf in (("ct_amax", torch.amax), ("ct_amin", torch.amin)):
             same(ct.check(getattr(lib, f)(hv, ct.i32([0]), 1, False)), tf(v, 0), f"[{rows}, {cols}] {view} {f}")
+
+
+@pytest.mark.parametrize("step", [1, 2, 3])
+def test_var_rows_strided(step):
+    """var / std across rows of float32 column slices: the means' rows read in
+    place into double partials (steps 1, 2) or gathered into double (3), then
+    the squared deviations; against torch in double, and a constant column's
+    variance exactly 0 (the corrected two-pass sum)"""
+    g = torch.Generator().manual_seed(7 + step)
+    for rows, cols in ((1003, 77), (64, 4100), (5, 300)):
+        base = (torch.randn(rows, cols * step, generator=g) * 3 + 100).float()
+        base[:, 0] = 0.1  # constant: a column whose mean does not round to it
+        x = base[:, ::step]
+        hv = ct.check(lib.ct_slice(ct.from_torch(base), 1, 0, cols * step, step))
+        for corr in (0, 1):
+            got = ct.to_torch(ct.check(lib.ct_var(hv, ct.i32([0]), 1, c_double(corr), False)))
+            want = x.double().var(0, correction=corr).float()
+            torch.testing.assert_close(got, want, rtol=2e-6, atol=0, msg=lambda m: f"[{rows}, {cols}] ::{step}: {m}")
+            assert got[0].item() == 0, f"[{rows}, {cols}] ::{step}: constant column var {got[0].item()}"
