@@ -2,7 +2,7 @@
 """bench_bandwidth.py: elementwise ops, softmax and reductions against the STREAM
 triad bandwidth of this machine, measured in the same run (bench/triad.c, built
 beside libctorch.so). For every op x layout x dtype: the bandwidth of ctorch and
-of PyTorch (2 threads, interleaved runs, medians) as a percentage of the triad's.
+of PyTorch (2 threads, interleaved blocks of runs, medians) as a percentage of the triad's.
 
 Operands are [4096, 4096]. Layouts: contig; trans (the first operand is a.t());
 bcast (add: a + row[4096]; the others: row.expand(4096, 4096)); slice (the first
@@ -156,10 +156,16 @@ def timed(fn):
     return time.perf_counter() - t0
 
 
+BLOCK = 3  # calls of one library in a row
+
+
 def median_pair(ct_fn, torch_fn, reps, reset=None):
-    """Interleaved runs, the first of each a warm-up; torch's time is None when
-    torch 1.13 lacks the kernel (exp of float16 on CPU). reset, when given,
-    runs untimed before each timed call."""
+    """Interleaved blocks of BLOCK calls, the first block of each a warm-up,
+    medians over every call; torch's time is None when torch 1.13 lacks the
+    kernel (exp of float16 on CPU). reset, when given, runs untimed before each
+    timed call. Blocks, not single calls: the first call after the other
+    library's (torch's often 100 ms, partly one thread) ran 25-45% slower here
+    than the next ones (cores waking), and the triad runs hot."""
     try:
         torch_fn()
     except RuntimeError:
@@ -167,13 +173,12 @@ def median_pair(ct_fn, torch_fn, reps, reset=None):
     reset = reset or (lambda: None)
     a, b = [], []
     for i in range(reps + 1):
-        reset()
-        x = timed(ct_fn)
-        reset()
-        y = timed(torch_fn) if torch_fn else None
-        if i:
-            a.append(x)
-            b.append(y)
+        for fn, ts in ((ct_fn, a), (torch_fn, b)):
+            for _ in range(BLOCK if fn else 0):
+                reset()
+                t = timed(fn)
+                if i:
+                    ts.append(t)
     return statistics.median(a), statistics.median(b) if torch_fn else None
 
 

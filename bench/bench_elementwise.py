@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """bench_elementwise.py: W1 (add of two 16M float32 tensors), W2 ([4096,4096] +
 [4096] broadcast), W3 (exp and tanh over 16M), W7 (t().contiguous() of
-[4096,4096]), ctorch beside PyTorch (2 threads) in one process, interleaved;
+[4096,4096]), ctorch beside PyTorch (2 threads) in one process, interleaved in blocks;
 medians of several runs, GB/s counted as bytes read + written.
 
     CTORCH_LIB=build/libctorch.so /usr/bin/python3 bench/bench_elementwise.py [reps]
@@ -53,14 +53,21 @@ def timed(fn):
     return time.perf_counter() - t0
 
 
+BLOCK = 3  # calls of one library in a row
+
+
 def median_pair(ct_fn, torch_fn):
-    """Interleaved runs; the first of each is a warm-up."""
+    """Interleaved blocks of BLOCK calls, the first block of each a warm-up,
+    medians over every call. Blocks, not single calls: the first call after
+    the other library's (torch's often 100 ms, partly one thread) ran 25-45%
+    slower here than the next ones (cores waking)."""
     a, b = [], []
     for i in range(REPS + 1):
-        x, y = timed(ct_fn), timed(torch_fn)
-        if i:
-            a.append(x)
-            b.append(y)
+        for fn, ts in ((ct_fn, a), (torch_fn, b)):
+            for _ in range(BLOCK):
+                t = timed(fn)
+                if i:
+                    ts.append(t)
     return statistics.median(a), statistics.median(b)
 
 
