@@ -160,19 +160,20 @@ static int64_t kept_offset(const RPlan *pl, int64_t o) {
 
 /* ---------------------------------------------------------------- gather */
 
-/* n contiguous elements of sd into cd (the compute dtype): the 16-bit floats
- * and the narrower integers in vectorised loops, the rest through c10_convert. */
 /* float32 rows into double, vectorised (the callers are compiled for size) */
 static void widen(void *x, const void *g, int64_t n) {
     for (int64_t j = 0; j < n; j++) ((double *)x)[j] = ((const float *)g)[j];
 }
 
+/* n contiguous elements of sd into cd (the compute dtype): the 16-bit floats,
+ * float32 into double, the narrower integers and bools in vectorised loops,
+ * the rest through c10_convert. */
 static void convert_run(void *dst, ct_dtype cd, const char *src, ct_dtype sd, int64_t n) {
     if ((sd == CT_BFLOAT16 || sd == CT_FLOAT16) && cd == CT_FLOAT32) {
         c10_half_to_float_n(dst, (const uint16_t *)src, sd == CT_BFLOAT16, n);
         return;
     }
-    if (sd == CT_FLOAT32 && cd == CT_FLOAT64) { /* var's means: c10_convert's loop, 4x slower */
+    if (sd == CT_FLOAT32 && cd == CT_FLOAT64) { /* c10_convert's loop: 4x slower */
         widen(dst, src, n);
         return;
     }
@@ -578,7 +579,6 @@ typedef uint64_t vu_ __attribute__((vector_size(64)));
 COLD_COMBINE(double, double, 1)
 COLD_COMBINE(int64, int64_t, 0)
 
-
 #define OUTER_ANY(name, W, V, INT, ATTR)                                                 \
     static ATTR void outer_any_##name(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, \
                                  void *scr) {                                            \
@@ -697,9 +697,10 @@ static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, i
     int64_t idx[CT_MAX_DIMS], pidx[CT_MAX_DIMS];
     const char *ptr = row_seek(pl, r0, idx, pl->in + kept_offset(pl, o0)), *pf = ptr;
     memcpy(pidx, idx, sizeof idx);
-    /* eight rows at a time when they lie one after another; short rows prefetched
-     * a group ahead, four rows far apart (long ones read in place: the hardware
-     * prefetcher does better) */
+    /* eight rows at a time along one reduced dim (one at a time, rows a block's
+     * width apart took 1.8x longer), else one; short rows prefetched a group
+     * ahead, four rows with several reduced dims (long ones read in place: the
+     * hardware prefetcher does better) */
     int group = pl->nr == 1 ? 8 : 1;
     for (int k = 0; k < (group > 4 ? group : 4); k++) row_next(pl, pidx, &pf);
     bool pf_rows = !inplace || bl * kst < PF_SHORT || group == 1;

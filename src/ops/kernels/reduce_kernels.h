@@ -56,8 +56,9 @@ CT_INTERNAL rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride);
 /* RK_AMAX / RK_AMIN over contiguous int32 in place; NULL for the others */
 CT_INTERNAL rk_fn rk_minmax_i32(int rk);
 /* part[j] += element j of each of nr rows of dtype dt, stride (1 or 2)
- * elements apart; part is float (float32 and 16-bit inputs), double (float64)
- * or uint64_t (int32, int64). NULL for other dtypes and strides. *group: the
+ * elements apart; part is float (float32 and 16-bit inputs), double (float64,
+ * and float32 when dbl: var's means) or uint64_t (int32, int64). NULL for
+ * other dtypes and strides. *group: the
  * rows best added at a time (4 or 8); with that many rows, next (or NULL)
  * holds as many rows to prefetch meanwhile. */
 typedef void (*rk_rows_fn)(void *part, const void *const *rows, int nr, int64_t bl, const void *const *next);
