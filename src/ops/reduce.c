@@ -662,10 +662,16 @@ static rk_cols_fn lane_kernel(int lane) {
     return lane == LANE_D ? rk_cols_minmax_d : lane == LANE_I32 ? rk_cols_minmax_i32
            : lane == LANE_I64 ? rk_cols_minmax_i64 : rk_cols_minmax_f;
 }
-/* the results o0 + [0, n) from n values in the lanes a */
-static void minmax_finish(const RPlan *pl, const RCtx *c, int lane, const void *a, int64_t o0, int64_t n) {
+static rk_argcols_fn lane_argkernel(int lane) {
+    return lane == LANE_D ? rk_cols_argbest_d : lane == LANE_I32 ? rk_cols_argbest_i32
+           : lane == LANE_I64 ? rk_cols_argbest_i64 : rk_cols_argbest_f;
+}
+/* the results o0 + [0, n) from n values in the lanes a (and their rows ix:
+ * max_dim, argmax) */
+static void minmax_finish(const RPlan *pl, const RCtx *c, int lane, const void *a, const int32_t *ix, int64_t o0,
+                          int64_t n) {
     for (int64_t j = 0; j < n; j++) {
-        RState s = {.has = true};
+        RState s = {.has = true, .idx = ix ? ix[j] : 0};
         if (lane == LANE_I32 || lane == LANE_I64) {
             s.v = lane == LANE_I32 ? ((const int32_t *)a)[j] : ((const int64_t *)a)[j];
         } else {
@@ -675,17 +681,19 @@ static void minmax_finish(const RPlan *pl, const RCtx *c, int lane, const void *
         finish(c, &s, o0 + j, pl->ct);
     }
 }
-/* one unit; with splits (S > 1), its maxima go to scr (split-major, in lanes) */
+/* one unit; with splits (S > 1), its maxima go to scr (split-major, in
+ * lanes), then their rows (max_dim, argmax: int32) */
 static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, int64_t nb, int64_t S, void *scr) {
     int step = minmax_step(pl);
-    bool inplace = step > 0;
+    bool inplace = step > 0, arg = rk == RK_MAX || rk == RK_MIN, half = inplace && c10_elsize[pl->dt] == 2;
     UNIT_GEOM(inplace ? OBLOCK / step : GBLOCK);
     int64_t o0 = ko * m + j0, kst = pl->kst[pl->nk - 1], n = inplace ? (bl - 1) * step + 1 : bl; /* lanes */
-    bool max = rk == RK_AMAX;
+    bool max = rk == RK_AMAX || rk == RK_MAX, bf = pl->dt == CT_BFLOAT16;
     int lane = minmax_lane(pl->dt);
-    rk_cols_fn kernel = lane != LANE_F || !inplace || c10_elsize[pl->dt] == 4 ? lane_kernel(lane)
-                        : pl->dt == CT_FLOAT16 ? rk_cols_minmax_f16 : rk_cols_minmax_bf16;
+    rk_cols_fn kernel = !half ? lane_kernel(lane) : bf ? rk_cols_minmax_bf16 : rk_cols_minmax_f16;
+    rk_argcols_fn argkernel = !half ? lane_argkernel(lane) : bf ? rk_cols_argbest_bf16 : rk_cols_argbest_f16;
     _Alignas(64) union { float f[OBLOCK]; double d[OBLOCK]; int32_t i[OBLOCK]; int64_t l[OBLOCK]; } a;
+    _Alignas(64) int32_t ix[OBLOCK];
     _Alignas(64) float buf[8][GBLOCK];
     const void *rows[8];
     for (int64_t j = 0; j < n; j++) {
@@ -693,6 +701,7 @@ static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, i
         else if (lane == LANE_D) a.d[j] = max ? -INFINITY : INFINITY;
         else if (lane == LANE_I32) a.i[j] = max ? INT32_MIN : INT32_MAX;
         else a.l[j] = max ? INT64_MIN : INT64_MAX;
+        ix[j] = (int32_t)r0;
     }
     int64_t idx[CT_MAX_DIMS], pidx[CT_MAX_DIMS];
     const char *ptr = row_seek(pl, r0, idx, pl->in + kept_offset(pl, o0)), *pf = ptr;
@@ -712,12 +721,39 @@ static void outer_minmax(const RPlan *pl, int rk, const RCtx *c, int64_t unit, i
             rows[nr] = inplace ? (const void *)ptr : gather((char *)buf[nr], ptr, kst, pl->dt, pl->ct, bl);
             row_next(pl, idx, &ptr);
         }
-        kernel(&a, rows, nr, n, max);
+        if (arg) argkernel(&a, ix, rows, nr, n, (int32_t)(r - nr), max);
+        else kernel(&a, rows, nr, n, max);
     }
     size_t ls = lane_size(lane);
-    for (int64_t j = 1; step == 2 && j < bl; j++) memcpy((char *)&a + j * ls, (char *)&a + 2 * j * ls, ls);
-    if (S > 1) memcpy((char *)scr + ((size_t)(sp * pl->nout + o0)) * ls, &a, (size_t)bl * ls);
-    else minmax_finish(pl, c, lane, &a, o0, bl);
+    for (int64_t j = 1; step == 2 && j < bl; j++)
+        memcpy((char *)&a + j * ls, (char *)&a + 2 * j * ls, ls), ix[j] = ix[2 * j];
+    if (S == 1) {
+        minmax_finish(pl, c, lane, &a, arg ? ix : NULL, o0, bl);
+        return;
+    }
+    memcpy((char *)scr + (size_t)(sp * pl->nout + o0) * ls, &a, (size_t)bl * ls);
+    if (arg) memcpy((int32_t *)(void *)((char *)scr + (size_t)(S * pl->nout) * ls) + sp * pl->nout + o0, ix, (size_t)bl * 4);
+}
+
+/* max_dim / argmax: split k's maxima and rows after the earlier splits' */
+static void argbest_combine(int lane, bool max, char *v, int32_t *ix, int64_t S, int64_t nout) {
+    size_t ls = lane_size(lane);
+    for (int64_t k = 1; k < S; k++)
+        for (int64_t o = 0; o < nout; o++) {
+            const char *b = v + (size_t)(k * nout + o) * ls;
+            char *a = v + (size_t)o * ls;
+            bool take;
+            if (lane == LANE_I32 || lane == LANE_I64) {
+                int64_t x = lane == LANE_I32 ? *(const int32_t *)b : *(const int64_t *)b;
+                int64_t y = lane == LANE_I32 ? *(const int32_t *)a : *(const int64_t *)a;
+                take = max ? x > y : x < y;
+            } else {
+                double x = lane == LANE_F ? *(const float *)b : *(const double *)b;
+                double y = lane == LANE_F ? *(const float *)a : *(const double *)a;
+                take = y == y && (x != x || (max ? x > y : x < y));
+            }
+            if (take) memcpy(a, b, ls), ix[o] = ix[k * nout + o];
+        }
 }
 
 /* false when the scratch for the splits is not there: the caller's path then */
@@ -728,14 +764,15 @@ static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
      * on the double path ([256, 65536], [512, 10000]: 0.45-0.7 of its time) */
     int step = minmax_step(pl);
     bool inplace = step > 0, wide = dt == CT_INT32 || ((dt == CT_INT64 || dt == CT_FLOAT64) && m >= 2048);
-    bool minmax = (rk == RK_AMAX || rk == RK_AMIN) && (pl->ct == CT_F32 || (wide && inplace));
+    bool arg = (rk == RK_MAX || rk == RK_MIN) && pl->nred <= INT32_MAX; /* rows as int32 */
+    bool minmax = (rk == RK_AMAX || rk == RK_AMIN || arg) && (pl->ct == CT_F32 || (wide && inplace));
     int64_t B = minmax && inplace ? OBLOCK / step : GBLOCK;
     int64_t outer = pl->nout / m, nb = (m + B - 1) / B, S = splits(pl, outer * nb);
     int nt = nthreads_for(pl->nout * pl->nred);
     /* the splits' results: RStates, or amax / amin in their lanes (a combine
      * per RState, 11 ns, made [4096, 4096] float32 amax(0) 1.3x slower) */
     int lane = minmax_lane(dt);
-    size_t es = minmax ? lane_size(lane) : sizeof(RState), nscr = (size_t)S * (size_t)pl->nout * es;
+    size_t es = minmax ? lane_size(lane) + (arg ? 4 : 0) : sizeof(RState), nscr = (size_t)S * (size_t)pl->nout * es;
     char *scr = S > 1 ? c10_alloc(nscr) : NULL;
     if (S > 1 && !scr) return false;
     void (*f)(const RPlan *, int, const RCtx *, int64_t, int64_t, int64_t, void *) =
@@ -744,10 +781,13 @@ static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
     OMP_FOR_NT
     for (int64_t u = 0; u < units; u++) f(pl, rk, c, u, nb, S, scr);
     if (S > 1 && minmax) {
+        size_t ls = lane_size(lane);
+        int32_t *ix = arg ? (int32_t *)(void *)(scr + (size_t)(S * pl->nout) * ls) : NULL;
         const void *rows[SPLITS];
-        for (int64_t k = 1; k < S; k++) rows[k - 1] = scr + (size_t)(k * pl->nout) * es;
-        lane_kernel(lane)(scr, rows, (int)S - 1, pl->nout, rk == RK_AMAX);
-        minmax_finish(pl, c, lane, scr, 0, pl->nout);
+        for (int64_t k = 1; k < S; k++) rows[k - 1] = scr + (size_t)(k * pl->nout) * ls;
+        if (arg) argbest_combine(lane, rk == RK_MAX, scr, ix, S, pl->nout);
+        else lane_kernel(lane)(scr, rows, (int)S - 1, pl->nout, rk == RK_AMAX);
+        minmax_finish(pl, c, lane, scr, ix, 0, pl->nout);
     }
     RState *st = (RState *)(void *)scr;
     for (int64_t o = 0; S > 1 && !minmax && o < pl->nout; o++) {

@@ -340,7 +340,10 @@ def test_outer_minmax_layouts(dtype):
     left out at the end; 64-bit lanes from 2048 columns: [40, 4200]): rows
     not a multiple of the groups (1003: a split ends 43 rows in), NaN in a
     tree's first, second, fourth row and in a lone last row, in the vector
-    lanes and the tail lanes, +-inf; exact against torch"""
+    lanes and the tail lanes, +-inf; exact against torch. max / min with
+    their rows and argmax / argmin, which run in the same lanes, likewise:
+    the values are multiples of 1/4 in [-2, 2], so every column has ties,
+    within a split and across splits (the first row wins)"""
     fl = dtype.is_floating_point
     for rows, cols, view in ((1003, 70, "all"), (70, 4100, "all"), (1003, 100, "cols"), (333, 301, "step"),
                              (64, 4096 + 33, "all"), (9, 17, "all"), (37, 2100, "all"), (40, 4200, "step")):
@@ -357,6 +360,9 @@ def test_outer_minmax_layouts(dtype):
             ct.check(lib.ct_slice(h, 1, 0, cols, 2)) if view == "step" else h
         for f, tf in (("ct_amax", torch.amax), ("ct_amin", torch.amin)):
             same(ct.check(getattr(lib, f)(hv, ct.i32([0]), 1, False)), tf(v, 0), f"[{rows}, {cols}] {view} {f}")
+        for op, cfn, tfn, _ in outer_ops(dtype):  # values and first rows: ties in every column
+            if op in ("max values", "max indices", "min indices", "argmax", "argmin"):
+                same(cfn(hv, 0), tfn(v, 0), f"[{rows}, {cols}] {view} {op}")
 
 
 @pytest.mark.parametrize("step", [1, 2, 3])

@@ -83,6 +83,15 @@ CT_INTERNAL void rk_cols_minmax_d(void *a, const void *const *x, int nr, int64_t
 CT_INTERNAL void rk_cols_minmax_i64(void *a, const void *const *x, int nr, int64_t n, bool max);
 CT_INTERNAL void rk_cols_minmax_f16(void *a, const void *const *x, int nr, int64_t n, bool max);
 CT_INTERNAL void rk_cols_minmax_bf16(void *a, const void *const *x, int nr, int64_t n, bool max);
+/* max_dim / argmax across rows: a[j] and its row ix[j] against row r + q of
+ * x[q], q < nr (the first maximum, minimum or NaN), in the lanes above */
+typedef void (*rk_argcols_fn)(void *a, int32_t *ix, const void *const *x, int nr, int64_t n, int32_t r, bool max);
+CT_INTERNAL void rk_cols_argbest_f(void *a, int32_t *ix, const void *const *x, int nr, int64_t n, int32_t r, bool max);
+CT_INTERNAL void rk_cols_argbest_f16(void *a, int32_t *ix, const void *const *x, int nr, int64_t n, int32_t r, bool max);
+CT_INTERNAL void rk_cols_argbest_bf16(void *a, int32_t *ix, const void *const *x, int nr, int64_t n, int32_t r, bool max);
+CT_INTERNAL void rk_cols_argbest_d(void *a, int32_t *ix, const void *const *x, int nr, int64_t n, int32_t r, bool max);
+CT_INTERNAL void rk_cols_argbest_i32(void *a, int32_t *ix, const void *const *x, int nr, int64_t n, int32_t r, bool max);
+CT_INTERNAL void rk_cols_argbest_i64(void *a, int32_t *ix, const void *const *x, int nr, int64_t n, int32_t r, bool max);
 /* a[j] += e^(x[j] - sh[j]) (sh not NULL; in float when f32, as the rows'
  * sumexp), else |x[j]|^p for float32 or 16-bit
  * values x (e^(p log|x|) in double), j < n, a multiple of 8; x is scratch,
