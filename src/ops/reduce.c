@@ -646,9 +646,9 @@ static int minmax_step(const RPlan *pl) {
     return (kst == es || kst == 2 * es) && (es >= 4 || pl->dt == CT_FLOAT16 || pl->dt == CT_BFLOAT16) ? (int)(kst / es) : 0;
 }
 
-/* amax / amin across rows in the lanes of the values' own type (float for
- * 16-bit floats): outer_any_double's way, widened to double or int64, took
- * twice the time of sum(0). Rows are read in place (minmax_inplace) or, by
+/* amax / amin (and max_dim / argmax, beside int32 rows) across rows in the
+ * lanes of the values' own type (float for 16-bit floats): outer_any_double's
+ * way, widened to double or int64, took twice the time of sum(0). Rows are read in place (minmax_inplace) or, by
  * the float kernel, gathered into float, one buffer per row of a group. One
  * driver for the five kernels (a copy each came to 6 KB). */
 enum { LANE_F, LANE_D, LANE_I32, LANE_I64 };
@@ -770,7 +770,8 @@ static bool run_outer_any(const RPlan *pl, int rk, const RCtx *c) {
     int64_t outer = pl->nout / m, nb = (m + B - 1) / B, S = splits(pl, outer * nb);
     int nt = nthreads_for(pl->nout * pl->nred);
     /* the splits' results: RStates, or amax / amin in their lanes (a combine
-     * per RState, 11 ns, made [4096, 4096] float32 amax(0) 1.3x slower) */
+     * per RState, 11 ns, made [4096, 4096] float32 amax(0) 1.3x slower), then
+     * max_dim / argmax's rows */
     int lane = minmax_lane(dt);
     size_t es = minmax ? lane_size(lane) + (arg ? 4 : 0) : sizeof(RState), nscr = (size_t)S * (size_t)pl->nout * es;
     char *scr = S > 1 ? c10_alloc(nscr) : NULL;
