@@ -425,14 +425,37 @@ COLS_MINMAX(i32, int32_t, int32_t, __m512i, epi32, 16, LD_i32, LDM_i32, SC_, _mm
 #define IX16_STORE(p, v) _mm512_storeu_si512((void *)(p), v)
 #define IX16_STOREM(p, k, v) _mm512_mask_storeu_epi32(p, k, v)
 #define IX16_MOVE(v, k, r) _mm512_mask_mov_epi32(v, k, _mm512_set1_epi32(r))
+#define IX16_SET(r) _mm512_set1_epi32(r)
+#define IX16_BLEND(v, k, u) _mm512_mask_mov_epi32(v, k, u)
 #define IX8_TYPE __m256i
 #define IX8_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
 #define IX8_LOADM(k, p) _mm256_maskz_loadu_epi32((__mmask8)(k), p)
 #define IX8_STORE(p, v) _mm256_storeu_si256((__m256i *)(p), v)
 #define IX8_STOREM(p, k, v) _mm256_mask_storeu_epi32(p, (__mmask8)(k), v)
 #define IX8_MOVE(v, k, r) _mm256_mask_mov_epi32(v, (__mmask8)(k), _mm256_set1_epi32(r))
+#define IX8_SET(r) _mm256_set1_epi32(r)
+#define IX8_BLEND(v, k, u) _mm256_mask_mov_epi32(v, (__mmask8)(k), u)
 #define ARGBEST_VEC(W, VT, PS, LD, LDM, BETTER) /* W lanes */                           \
     {                                                                                      \
+        IX_##W(TYPE) rq[8]; /* eight rows: two trees of four, (x0 x1) (x2 x3) */          \
+        for (int q = 0; q < 8; q++) rq[q] = IX_##W(SET)(r + q);                            \
+        for (; nr == 8 && j + W <= n; j += W) {                                            \
+            VT va = _mm512_loadu_##PS(a + j);                                              \
+            IX_##W(TYPE) vi = IX_##W(LOAD)(ix + j);                                        \
+            for (int q = 0; q < 8; q += 4) { /* a later row wins only if better */        \
+                VT x0 = LD(x[q] + j), x1 = LD(x[q + 1] + j), x2 = LD(x[q + 2] + j), x3 = LD(x[q + 3] + j); \
+                __mmask16 k1 = BETTER(x1, x0), k3 = BETTER(x3, x2);                        \
+                x0 = _mm512_mask_mov_##PS(x0, k1, x1), x2 = _mm512_mask_mov_##PS(x2, k3, x3); \
+                IX_##W(TYPE) i0 = IX_##W(BLEND)(rq[q], k1, rq[q + 1]);                     \
+                IX_##W(TYPE) i2 = IX_##W(BLEND)(rq[q + 2], k3, rq[q + 3]);                 \
+                __mmask16 k = BETTER(x2, x0);                                              \
+                x0 = _mm512_mask_mov_##PS(x0, k, x2), i0 = IX_##W(BLEND)(i0, k, i2);       \
+                k = BETTER(x0, va);                                                        \
+                va = _mm512_mask_mov_##PS(va, k, x0), vi = IX_##W(BLEND)(vi, k, i0);       \
+            }                                                                              \
+            _mm512_storeu_##PS(a + j, va);                                                 \
+            IX_##W(STORE)(ix + j, vi);                                                     \
+        }                                                                                  \
         for (; j + W <= n; j += W) {                                                       \
             VT va = _mm512_loadu_##PS(a + j);                                              \
             IX_##W(TYPE) vi = IX_##W(LOAD)(ix + j);                                             \
