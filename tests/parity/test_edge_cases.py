@@ -12,7 +12,8 @@ from ctorch_ffi import CT, I64P, INTP, T, TP, i32, i64, lib  # noqa: E402
 for _row in [("ct_roll", T, [CT, I64P, c_int, INTP, c_int]), ("ct_unflatten", T, [CT, c_int, I64P, c_int]),
              ("ct_topk", c_int, [CT, c_int64, c_int, c_bool, c_bool, TP, TP]),
              ("ct_lerp", T, [CT, CT, CT]), ("ct_lerp_scalar", T, [CT, CT, c_double]),
-             ("ct_max_dim", c_int, [CT, c_int, c_bool, TP, TP]), ("ct_max", T, [CT]), ("ct_min", T, [CT])]:
+             ("ct_max_dim", c_int, [CT, c_int, c_bool, TP, TP]), ("ct_max", T, [CT]), ("ct_min", T, [CT]),
+             ("ct_backward", c_int, [T, T]), ("ct_grad", T, [T])]:  # run alone, undeclared handles were truncated
     ct.declare(*_row)
 
 F64 = torch.float64
