@@ -223,8 +223,9 @@ STORED_TYPES(ROW)
  * lane per column, as wide as CB elements: the blocks' rows are read in order
  * (narrower blocks sized for L2, whose rows lie inner apart, were slower).
  * The first pass reads the D rows, prefetched CPF bytes ahead, keeping per
- * column the running max m and the sum s of exp(x - m), CG rows at a time:
- * when their max exceeds m, s is first scaled by exp(m - max). m starts at
+ * column the running max m and the sum s of exp(x - m), CG rows at a time,
+ * s scaled by exp(m - max) each time (exp(0) is 1: a branch on a new max,
+ * taken a third of the time on [4096, 4096], cost more). m starts at
  * -FLT_MAX, not -inf: an all -inf column keeps s 0 (exp(-inf - m) is 0, where
  * -inf - -inf is NaN) and ends NaN as torch's, as +inf or NaN anywhere do
  * (through s). The second pass writes exp(x - m) / s, or (x - m) - log(s)
@@ -241,7 +242,7 @@ STORED_TYPES(ROW)
 #define NOCLONE
 #endif
 #define CB 1024 /* the widest block, in elements */
-#define CG 4    /* rows per step of the running max (8: 5-15% faster, 4 KB more) */
+#define CG 4    /* rows per step of the running max (8, in registers too: no faster, 4 KB more) */
 #define CPF 16384 /* the prefetch distance, in bytes */
 /* the D rows of a block at x, rs apart, lb bytes each, from row k + CPF bytes on */
 static inline void cprefetch(const void *x, int64_t rs, int64_t k, int64_t D, int n, int lb) {
@@ -275,11 +276,6 @@ static inline void cprefetch(const void *x, int64_t rs, int64_t k, int64_t D, in
     }
 CMERGE(float)
 CMERGE(double)
-/* the sum a of exps of x - mo as exps of x - mn (one copy: a new max is rare) */
-#define RESCALE(C)                                                                       \
-    NOINLINE static V_##C rescale_##C(V_##C a, V_##C mo, V_##C mn) { return VOP_##C(mul)(a, VEXP_##C(VOP_##C(sub)(mo, mn))); }
-RESCALE(float)
-RESCALE(double)
 /* the exps of v - m scaled by a */
 #define EXPSCALE(C)                                                                      \
     static inline V_##C expscale_##C(V_##C v, V_##C m, V_##C a) { return VOP_##C(mul)(VEXP_##C(VOP_##C(sub)(v, m)), a); }
@@ -299,19 +295,20 @@ EXPSCALE(double)
     /* one step: n rows (CG or 1) of the vector at x, rs apart, lanes k */               \
     static inline __attribute__((always_inline)) void cstep_##tag(const S *x, int64_t rs, const int n, M_##C k, \
                                                                  C *m, C *s) {           \
-        V_##C v[CG], t[CG];                                                              \
-        _Pragma("GCC unroll 8") for (int g = 0; g < n; g++) t[g] = v[g] = LDZ_##tag(k, x + g * rs); \
-        for (int h = 1; h < n; h *= 2) /* the max of n (a power of 2), as a tree */      \
-            _Pragma("GCC unroll 8") for (int g = 0; g + h < n; g += 2 * h) t[g] = VOP_##C(max)(t[g + h], t[g]); \
-        V_##C mx = t[0];                                                                 \
-        V_##C mo = VOP_##C(load)(m), mn = VOP_##C(max)(mx, mo), a = VOP_##C(load)(s), b = VOP_##C(setzero)(); \
-        if (CMP_##C(mn, mo, _CMP_GT_OQ)) a = rescale_##C(a, mo, mn);                     \
-        _Pragma("GCC unroll 8") for (int g = 0; g < n; g += 2) { /* two chains */        \
-            a = VOP_##C(add)(a, VEXP_##C(VOP_##C(sub)(v[g], mn)));                       \
-            if (g + 1 < n) b = VOP_##C(add)(b, VEXP_##C(VOP_##C(sub)(v[g + 1], mn)));    \
+        V_##C v0 = LDZ_##tag(k, x), v1 = v0, v2 = v0, v3 = v0, mx = v0; /* n: 1 or CG */  \
+        if (n == CG) { /* (CG is 4) named, not an array: an array's tree went through the stack */ \
+            v1 = LDZ_##tag(k, x + rs), v2 = LDZ_##tag(k, x + 2 * rs), v3 = LDZ_##tag(k, x + 3 * rs); \
+            mx = VOP_##C(max)(VOP_##C(max)(v3, v2), VOP_##C(max)(v1, v0));              \
+        }                                                                                \
+        V_##C mo = VOP_##C(load)(m), mn = VOP_##C(max)(mx, mo);                          \
+        V_##C a = VOP_##C(mul)(VOP_##C(load)(s), VEXP_##C(VOP_##C(sub)(mo, mn)));        \
+        a = VOP_##C(add)(a, VEXP_##C(VOP_##C(sub)(v0, mn)));                             \
+        if (n == CG) { /* two chains */                                                  \
+            V_##C b = VOP_##C(add)(VEXP_##C(VOP_##C(sub)(v1, mn)), VEXP_##C(VOP_##C(sub)(v3, mn))); \
+            a = VOP_##C(add)(VOP_##C(add)(a, VEXP_##C(VOP_##C(sub)(v2, mn))), b);         \
         }                                                                                \
         VOP_##C(mask_store)(m, k, mn); /* lanes past k: other columns' positions */      \
-        VOP_##C(mask_store)(s, k, VOP_##C(add)(a, b));                                   \
+        VOP_##C(mask_store)(s, k, a);                                                    \
     }                                                                                    \
     /* a step of one row (the rows left after the groups of CG; one copy) */          \
     NOINLINE static void cstep1_##tag(const S *x, M_##C k, C *m, C *s) { cstep_##tag(x, 0, 1, k, m, s); } \
