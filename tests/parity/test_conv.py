@@ -200,7 +200,8 @@ def test_avg_pool2d(dtype, lay):
 @pytest.mark.parametrize("dtype", [F32, D, torch.bfloat16])
 def test_adaptive_avg_pool2d(dtype):
     for xs, o in [((2, 3, 7, 6), (3, 2)), ((2, 3, 7, 6), (7, 6)), ((2, 3, 5, 5), (1, 1)), ((3, 5, 7), (4, 3)),
-                  ((3, 5, 7), (10, 9)), ((0, 2, 4, 4), (2, 2)), ((1, 5, 7), (0, 0)), ((2, 2, 4, 4), (1, 3))]:
+                  ((3, 5, 7), (10, 9)), ((0, 2, 4, 4), (2, 2)), ((1, 5, 7), (0, 0)), ((2, 2, 4, 4), (1, 3)),
+                  ((2, 3, 9, 21), (1, 1)), ((3, 17, 19), (1, 1)), ((2, 3, 9, 37), (2, 3))]:
         x = layout(rand(xs, dtype), "sliced")
         got = ct.check(ct_aap(h(x), o))
         ct.assert_close(got, Fn.adaptive_avg_pool2d(x, o), what=f"adaptive {xs} {o}: ", **tol(dtype))
@@ -373,7 +374,7 @@ def test_pool_grads():
                         f"avg_pool2d {xs} k{k} cip{cip}")
         check_grads(lambda x: ct_avg(x, k, s, p, c, True, 5), lambda x: Fn.avg_pool2d(x, k, s, p, c, True, 5), [x],
                     f"avg_pool2d {xs} k{k} div5")
-    for xs, o in [((2, 3, 7, 6), (3, 2)), ((3, 5, 7), (4, 3)), ((1, 2, 3, 3), (5, 4))]:
+    for xs, o in [((2, 3, 7, 6), (3, 2)), ((3, 5, 7), (4, 3)), ((1, 2, 3, 3), (5, 4)), ((2, 3, 5, 6), (1, 1))]:
         x = rand(xs, D)
         check_grads(lambda x: ct_aap(x, o), lambda x: Fn.adaptive_avg_pool2d(x, o), [x], f"adaptive {xs} {o}")
 
