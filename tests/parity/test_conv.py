@@ -560,3 +560,61 @@ def test_max_pool2d_2x2_path():
             got = ct.check(lib.ct_max_pool2d_with_indices(h(x), pair(2), pair(2), pair(0), pair(1), False, idx))
             ct.assert_close(got, want, what=f"max_pool2d 2x2 {xs}: ")
             ct.assert_close(idx[0], widx, what=f"max_pool2d 2x2 indices {xs}: ")
+
+
+# ------------------------------------------------------------------ depthwise
+# One input channel a group: conv.c's depthwise kernels (stride 1: padded flat
+# rows; other strides: row by row), forward and both gradients.
+DEPTHWISE = [  # x shape, w shape, bias, stride, padding, dilation, groups
+    ((2, 6, 9, 8), (6, 1, 3, 3), True, 1, 1, 1, 6),
+    ((2, 6, 9, 8), (12, 1, 3, 3), False, 1, 0, 1, 6),  # two outputs a channel
+    ((2, 6, 9, 8), (6, 1, 3, 3), True, 2, 1, 1, 6),
+    ((2, 6, 9, 8), (6, 1, 3, 3), True, (1, 2), 1, 1, 6),
+    ((2, 4, 10, 11), (4, 1, 3, 2), True, 1, (2, 1), 2, 4),
+    ((3, 8, 12, 12), (8, 1, 5, 5), True, 1, 2, 1, 8),
+    ((1, 3, 4, 5), (3, 1, 5, 5), False, 1, 3, (1, 2), 3),  # padding beyond the taps
+    ((40, 16, 14, 14), (16, 1, 3, 3), True, 1, 1, 1, 16),  # over the threads
+]
+
+
+@pytest.mark.parametrize("dtype", [F32, D, torch.bfloat16])
+def test_conv2d_depthwise(dtype, threads):
+    for xs, ws, hb, s, p, d, g in DEPTHWISE:
+        x, w = layout(rand(xs, dtype), "sliced"), rand(ws, dtype)
+        b = rand((ws[0],), dtype) if hb else None
+        got = ct.check(ct_conv2d(h(x), h(w), h(b), s, p, d, g))
+        want = torch_ref(lambda x, w, b: Fn.conv2d(x, w, b, s, p, d, g), x.contiguous(), w, b)
+        ct.assert_close(got, want, what=f"depthwise {xs} {ws} s{s} p{p} d{d} {dtype}: ", **tol(dtype, 25))
+    x, w = rand((2, 4, 9), dtype), rand((8, 1, 3), dtype)
+    got = ct.check(ct_conv1d(h(x), h(w), None, 1, 1, 1, 4))
+    ct.assert_close(got, torch_ref(lambda x, w: Fn.conv1d(x, w, None, 1, 1, 1, 4), x, w), what="conv1d depthwise: ",
+                    **tol(dtype, 3))
+
+
+@GRAD
+def test_conv2d_depthwise_grads(threads):
+    for xs, ws, hb, s, p, d, g in DEPTHWISE:
+        x, w = layout(rand(xs, D), "sliced"), rand(ws, D)
+        b = rand((ws[0],), D) if hb else None
+        check_grads(lambda x, w, b: ct_conv2d(x, w, b, s, p, d, g), lambda x, w, b: Fn.conv2d(x, w, b, s, p, d, g),
+                    [x, w, b], f"depthwise {xs} {ws} s{s} p{p} d{d}", second=xs[0] < 40)
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("nan")], ids=str)
+def test_conv2d_depthwise_non_finite(bad):
+    """The padded rows' unused columns are zeros: an inf or NaN of x (weight
+    gradient) or of the weights (input gradient) must not meet them."""
+    for s in (1, 2):
+        x, w, gy = rand((2, 3, 6, 7), D), rand((3, 1, 3, 3), D), None
+        x.view(-1)[13] = bad
+        w.view(-1)[4] = bad
+        tx, tw = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+        out = Fn.conv2d(tx, tw, None, s, 0, 1, 3)
+        gy = torch.randn(out.shape, generator=GEN, dtype=D)
+        want = torch.autograd.grad(out, [tx, tw], gy)
+        hx, hw = leaf(x), leaf(w)
+        hout = ct.check(ct_conv2d(hx, hw, None, s, 0, 1, 3))
+        ct.assert_close(hout, out.detach(), rtol=1e-10, atol=1e-10, what=f"{bad} s{s} forward: ")
+        got = grads_of(hout, [hx, hw], gy)
+        for k in range(2):
+            ct.assert_close(got[k], want[k], rtol=1e-10, atol=1e-10, what=f"{bad} s{s} grad {k}: ")
