@@ -753,55 +753,16 @@ OMP(omp for schedule(static))
 }
 
 /* ------------------------------------------------ depthwise convolutions
- * One input channel a group (MobileNet's depthwise layers): im2col + gemm ran
- * a gemm of one row per sample and group (7.5x torch's time on [32,32,28,28]
- * 3x3). Here each kernel tap is a pass over the plane's rows, along which the
- * loops vectorise: y[oh, ow] += w[i, j] x[ih, ow sw + off] (kind 0), the input
- * gradient gx[ih, ow sw + off] += w[i, j] gy[oh, ow] (kind 1), and for the
- * weight gradient (kind 2) the products summed in a row r, then r's sum. */
-
-/* the output columns [lo, hi) whose input column ow sw + off lies in [0, W) */
-static void tap_cols(int64_t off, const ConvGeo *g, int64_t *lo, int64_t *hi) {
-    int64_t l = off >= 0 ? 0 : (g->sw - 1 - off) / g->sw, h = off > g->W - 1 ? 0 : (g->W - 1 - off) / g->sw + 1;
-    *lo = l, *hi = h < g->Wo ? h : g->Wo;
-}
+ * One input channel a group, stride 1 (MobileNet's depthwise layers): im2col +
+ * gemm ran a gemm of one row per sample and group (7.5x torch's time on
+ * [32,32,28,28] 3x3). Here the planes are zero-padded into rows of Wp = W + 2
+ * pw (xp: Hp rows and a tail of kw dw zeros; yp: Ho rows, the columns from Wo
+ * on zero or unused), so that each kernel tap is one pass of Ho Wp elements:
+ * yp[m] += w xp[m + base] (kind 0), the input gradient xp[m + base] += w yp[m]
+ * (1), the weight gradient's sum of yp[m] xp[m + base] (2, in 16 partial
+ * sums). A plane's rows alone (28) were too short to run fast. */
 #define DEPTHWISE(SUF, T)                                                                                 \
-    /* input plane x, output plane y, taps w (kinds 0, 1) or their gradients acc (2), row r (2) */      \
-    static void dw_plane_##SUF(int kind, T *x, T *y, const T *w, T *acc, T *r, const ConvGeo *g) {       \
-        for (int64_t i = 0; i < g->kh; i++)                                                              \
-            for (int64_t j = 0; j < g->kw; j++) {                                                        \
-                int64_t off = j * g->dw - g->pw, lo, hi, sw = g->sw;                                     \
-                tap_cols(off, g, &lo, &hi);                                                              \
-                T wt = kind == 2 ? 0 : w[i * g->kw + j];                                                 \
-                if (kind == 2)                                                                           \
-                    for (int64_t ow = lo; ow < hi; ow++) r[ow] = 0;                                      \
-                for (int64_t oh = 0; oh < g->Ho; oh++) {                                                 \
-                    int64_t ih = oh * g->sh - g->ph + i * g->dh;                                         \
-                    if (ih < 0 || ih >= g->H) continue;                                                  \
-                    T *restrict xr = x + ih * g->W + off, *restrict yr = y + oh * g->Wo;                 \
-                    if (kind == 0)                                                                       \
-                        for (int64_t ow = lo; ow < hi; ow++) yr[ow] += wt * xr[ow * sw];                 \
-                    else if (kind == 1)                                                                  \
-                        for (int64_t ow = lo; ow < hi; ow++) xr[ow * sw] += wt * yr[ow];                 \
-                    else                                                                                 \
-                        for (int64_t ow = lo; ow < hi; ow++) r[ow] += yr[ow] * xr[ow * sw];              \
-                }                                                                                        \
-                if (kind == 2) {                                                                         \
-                    T s = 0;                                                                             \
-                    for (int64_t ow = lo; ow < hi; ow++) s += r[ow];                                     \
-                    acc[i * g->kw + j] += s;                                                             \
-                }                                                                                        \
-            }                                                                                            \
-    }
-DEPTHWISE(f32, float)
-DEPTHWISE(f64, double)
-/* Stride 1: the planes zero-padded into rows of Wp = W + 2 pw (xp: Hp rows and
- * a tail of kw dw zeros; yp: Ho rows, columns from Wo on zero or unused), so
- * that each tap is one pass of Ho Wp elements: yp[m] += w xp[m + base] (kind
- * 0), xp[m + base] += w yp[m] (1), acc += sum yp[m] xp[m + base] (2, in 16
- * partial sums). A plane's rows alone were too short to run fast (28). */
-#define DEPTHWISE_FLAT(SUF, T)                                                                            \
-    static void dw_flat_##SUF(int kind, T *restrict xp, T *restrict yp, const T *w, T *acc, const ConvGeo *g) { \
+    static void dw_taps_##SUF(int kind, T *restrict xp, T *restrict yp, const T *w, T *acc, const ConvGeo *g) { \
         int64_t Wp = g->W + 2 * g->pw, n = g->Ho * Wp;                                                   \
         for (int64_t i = 0; i < g->kh; i++)                                                              \
             for (int64_t j = 0; j < g->kw; j++) {                                                        \
@@ -821,12 +782,11 @@ DEPTHWISE(f64, double)
                 }                                                                                        \
             }                                                                                            \
     }
-DEPTHWISE_FLAT(f32, float)
-DEPTHWISE_FLAT(f64, double)
+DEPTHWISE(f32, float)
+DEPTHWISE(f64, double)
 
-/* plane x [H, W] into / out of the padded rows xp (kind 1: out of, else into),
- * or the output plane y [Ho, Wo] into / out of yp (kind 0: out of); the
- * padding stays zero (written once) */
+/* rows x cols at x into (out: out of) the rows of Wp at p, from row r0 and
+ * column c0 on */
 static void dw_pad(bool out, char *p, const char *x, int64_t rows, int64_t cols, int64_t Wp, int64_t r0,
                    int64_t c0, int64_t es) {
     for (int64_t r = 0; r < rows; r++) {
@@ -858,64 +818,54 @@ static bool all_finite(ct_dtype cd, const char *p, int64_t n) {
     return z == 0;
 }
 
-static bool is_depthwise(ct_dtype cd, const ConvGeo *g) {
-    return g->Cg == 1 && g->groups > 1 && (cd == CT_FLOAT32 || cd == CT_FLOAT64);
+/* conv_depthwise's cases: but for an inf or NaN of x (weight gradient) or of
+ * the weights (input gradient), which would meet the padded rows' unused
+ * zeros; those take im2col */
+static bool use_depthwise(ct_dtype cd, int kind, const char *a, const char *b, const ConvGeo *g) {
+    if (g->Cg != 1 || g->groups == 1 || g->sh != 1 || g->sw != 1 || (cd != CT_FLOAT32 && cd != CT_FLOAT64))
+        return false;
+    return kind == 0 || all_finite(cd, kind == 1 ? b : a, kind == 1 ? g->O * g->kh * g->kw : g->N * g->C * g->H * g->W);
 }
 
-/* conv_im2col's kinds and operands, for is_depthwise: planes (n, group) over
- * the threads; the weight gradient in a partial sum per thread, added in
- * thread order */
+/* conv_im2col's kinds and operands: planes (n, group) over the threads; the
+ * weight gradient in a partial sum per thread, added in thread order */
 static int conv_depthwise(ct_dtype cd, int kind, const char *a, const char *b, const char *bias, char *y,
                           const ConvGeo *g) {
     int64_t es = (int64_t)c10_elsize[cd], HW = g->H * g->W, OHW = g->Ho * g->Wo, KK = g->kh * g->kw;
-    int64_t Og = g->O / g->groups, wn = g->O * KK;
+    int64_t Og = g->O / g->groups, wn = g->O * KK, Wp = g->W + 2 * g->pw;
+    int64_t xpn = (g->H + 2 * g->ph) * Wp + g->kw * g->dw, ypn = g->Ho * Wp;
     int nt = worth_threads(g) ? nthreads() : 1, fail = 0;
-    /* flat: but for an inf or NaN times a padded row's unused columns (zeros) */
-    bool flat = g->sh == 1 && g->sw == 1 &&
-                (kind == 0 || all_finite(cd, kind == 1 ? b : a, kind == 1 ? wn : g->N * g->C * HW));
-    int64_t Wp = g->W + 2 * g->pw, xpn = (g->H + 2 * g->ph) * Wp + g->kw * g->dw, ypn = g->Ho * Wp;
     char *part = kind == 2 ? calloc((size_t)nt, (size_t)wn * (size_t)es) : NULL;
     if (kind == 2 && !part) return c10_error_int("out of memory");
     if (kind == 1) memset(y, 0, (size_t)(g->N * g->C * HW * es));
 OMP(omp parallel num_threads(nt) if (nt > 1) reduction(| : fail))
     {
-        char *r = kind == 2 ? malloc((size_t)(g->Wo * es)) : NULL, *acc = part ? part + thread_id() * wn * es : NULL;
-        char *xp = flat ? calloc((size_t)(xpn + ypn), (size_t)es) : NULL, *ypad = xp ? xp + xpn * es : NULL;
-        if ((kind == 2 && !r) || (flat && !xp)) fail = 1;
+        char *xp = calloc((size_t)(xpn + ypn), (size_t)es), *yp = xp ? xp + xpn * es : NULL;
+        char *acc = part ? part + thread_id() * wn * es : NULL;
+        if (!xp) fail = 1;
         else {
 OMP(omp for schedule(static))
             for (int64_t q = 0; q < g->N * g->groups; q++)
-                for (int64_t k = 0; k < Og; k++) {
+                for (int64_t k = 0; k < Og; k++) { /* output channel o of input channel q % groups */
                     int64_t o = q % g->groups * Og + k, n = q / g->groups;
-                    char *xpl = (char *)(kind == 1 ? y : a) + q * HW * es;
-                    char *yp = (char *)(kind == 0 ? y : kind == 1 ? a : b) + (n * g->O + o) * OHW * es;
-                    const char *wp = kind == 2 ? NULL : b + o * KK * es;
-                    if (kind == 0 && bias) fill_rows(cd, yp, bias + o * es, 1, OHW);
-                    else if (kind == 0) memset(yp, 0, (size_t)(OHW * es));
-                    if (flat) {
-                        if (kind != 1 && !k) dw_pad(false, xp, xpl, g->H, g->W, Wp, g->ph, g->pw, es);
-                        if (kind == 1 && !k) memset(xp, 0, (size_t)(xpn * es));
-                        if (kind == 0) memset(ypad, 0, (size_t)(ypn * es));
-                        else dw_pad(false, ypad, yp, g->Ho, g->Wo, Wp, 0, 0, es);
-                        if (cd == CT_FLOAT32)
-                            dw_flat_f32(kind, (float *)xp, (float *)ypad, (const float *)wp,
-                                        acc ? (float *)(acc + o * KK * es) : NULL, g);
-                        else
-                            dw_flat_f64(kind, (double *)xp, (double *)ypad, (const double *)wp,
-                                        acc ? (double *)(acc + o * KK * es) : NULL, g);
-                        if (kind == 0) add_rows(cd, yp, ypad, g->Ho, g->Wo, Wp);
-                        if (kind == 1 && k == Og - 1) dw_pad(true, xp, xpl, g->H, g->W, Wp, g->ph, g->pw, es);
-                        continue;
-                    }
-                    if (cd == CT_FLOAT32)
-                        dw_plane_f32(kind, (float *)xpl, (float *)yp, (const float *)wp,
-                                     acc ? (float *)(acc + o * KK * es) : NULL, (float *)r, g);
-                    else
-                        dw_plane_f64(kind, (double *)xpl, (double *)yp, (const double *)wp,
-                                     acc ? (double *)(acc + o * KK * es) : NULL, (double *)r, g);
+                    char *xq = (char *)(kind == 1 ? y : a) + q * HW * es;
+                    char *yo = (char *)(kind == 0 ? y : kind == 1 ? a : b) + (n * g->O + o) * OHW * es;
+                    if (kind != 1 && !k) dw_pad(false, xp, xq, g->H, g->W, Wp, g->ph, g->pw, es);
+                    if (kind == 1 && !k) memset(xp, 0, (size_t)(xpn * es));
+                    if (kind == 0) {
+                        memset(yp, 0, (size_t)(ypn * es));
+                        if (bias) fill_rows(cd, yo, bias + o * es, 1, OHW);
+                        else memset(yo, 0, (size_t)(OHW * es));
+                    } else
+                        dw_pad(false, yp, yo, g->Ho, g->Wo, Wp, 0, 0, es);
+                    const char *w = kind == 2 ? NULL : b + o * KK * es;
+                    char *ac = acc ? acc + o * KK * es : NULL;
+                    if (cd == CT_FLOAT32) dw_taps_f32(kind, (float *)xp, (float *)yp, (const float *)w, (float *)ac, g);
+                    else dw_taps_f64(kind, (double *)xp, (double *)yp, (const double *)w, (double *)ac, g);
+                    if (kind == 0) add_rows(cd, yo, yp, g->Ho, g->Wo, Wp);
+                    if (kind == 1 && k == Og - 1) dw_pad(true, xp, xq, g->H, g->W, Wp, g->ph, g->pw, es);
                 }
         }
-        free(r);
         free(xp);
     }
     if (kind == 2) sum_parts(cd, y, part, nt, wn);
@@ -937,7 +887,7 @@ static int conv_compute(ct_dtype cd, void *const *in, void *out, const void *arg
         int rc = conv_winograd(cd, in[0], in[1], in[2], out, c->g, c->kind == 1);
         if (rc <= 0) return rc;
     }
-    if (is_depthwise(cd, c->g)) return conv_depthwise(cd, c->kind, in[0], in[1], in[2], out, c->g);
+    if (use_depthwise(cd, c->kind, in[0], in[1], c->g)) return conv_depthwise(cd, c->kind, in[0], in[1], in[2], out, c->g);
     return conv_im2col(cd, c->kind, in[0], in[1], in[2], out, c->g);
 }
 

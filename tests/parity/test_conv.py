@@ -563,8 +563,8 @@ def test_max_pool2d_2x2_path():
 
 
 # ------------------------------------------------------------------ depthwise
-# One input channel a group: conv.c's depthwise kernels (stride 1: padded flat
-# rows; other strides: row by row), forward and both gradients.
+# One input channel a group: conv.c's depthwise kernels (stride 1, on padded
+# flat rows; other strides take im2col), forward and both gradients.
 DEPTHWISE = [  # x shape, w shape, bias, stride, padding, dilation, groups
     ((2, 6, 9, 8), (6, 1, 3, 3), True, 1, 1, 1, 6),
     ((2, 6, 9, 8), (12, 1, 3, 3), False, 1, 0, 1, 6),  # two outputs a channel
@@ -603,7 +603,8 @@ def test_conv2d_depthwise_grads(threads):
 @pytest.mark.parametrize("bad", [float("inf"), float("nan")], ids=str)
 def test_conv2d_depthwise_non_finite(bad):
     """The padded rows' unused columns are zeros: an inf or NaN of x (weight
-    gradient) or of the weights (input gradient) must not meet them."""
+    gradient) or of the weights (input gradient) must not meet them (such
+    inputs take im2col)."""
     for s in (1, 2):
         x, w, gy = rand((2, 3, 6, 7), D), rand((3, 1, 3, 3), D), None
         x.view(-1)[13] = bad
