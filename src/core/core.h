@@ -47,6 +47,14 @@
 #define OMP(...)
 #endif
 
+/* code compiled for size under gcc (clang has no per-function -Os): run once a
+ * call or a block, loops whose vector types need no unrolling, or rare dtypes */
+#if defined(__GNUC__) && !defined(__clang__)
+#define COLD_CODE __attribute__((optimize("Os")))
+#else
+#define COLD_CODE
+#endif
+
 /* Broken invariants (never user errors) abort with file and line. */
 #define CT_ASSERT(cond)                                                        \
     do {                                                                       \

@@ -1051,8 +1051,8 @@ static int float_only(const char *op, const char *kernel, ct_dtype d) {
  * every plane). The same scan order and rule as the general loop (larger, or
  * NaN, wins), branch-free, in spans of 8, the last one moved back to end at
  * the plane's end (recomputing a few): vectorised with no scalar tail. */
-#define MAXPOOL2X2(SUF, T)                                                                                \
-    static inline void maxpool2x2_span_##SUF(const T *restrict in, const int32_t *restrict off, T *restrict o, \
+#define MAXPOOL2X2(SUF, T, ATTR)                                                                          \
+    ATTR static inline void maxpool2x2_span_##SUF(const T *restrict in, const int32_t *restrict off, T *restrict o, \
                                              int64_t *restrict oi, int64_t W, int64_t k0, int64_t n,      \
                                              bool vals, bool idxs) {                                      \
         for (int64_t k = k0; k < k0 + n; k++) {                                                            \
@@ -1068,7 +1068,7 @@ static int float_only(const char *op, const char *kernel, ct_dtype d) {
             if (idxs) oi[k] = b + (at & 1) + (at >> 1) * W;                                                \
         }                                                                                                  \
     }                                                                                                      \
-    static inline void maxpool2x2_plane_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, int64_t W, \
+    ATTR static inline void maxpool2x2_plane_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, int64_t W, \
                                               int64_t n, bool vals, bool idxs) {                          \
         if (n < 8) maxpool2x2_span_##SUF(in, off, o, oi, W, 0, n, vals, idxs);                             \
         else                                                                                               \
@@ -1076,14 +1076,14 @@ static int float_only(const char *op, const char *kernel, ct_dtype d) {
                 maxpool2x2_span_##SUF(in, off, o, oi, W, s + 8 <= n ? s : n - 8, 8, vals, idxs);           \
     }                                                                                                      \
     /* values (o), indices (oi) or both: one specialised loop each */                                     \
-    static __attribute__((unused)) void maxpool2x2_flat_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, \
+    ATTR static __attribute__((unused)) void maxpool2x2_flat_##SUF(const T *in, const int32_t *off, T *o, int64_t *oi, \
                                                               int64_t W, int64_t n) {                     \
         if (o && oi) maxpool2x2_plane_##SUF(in, off, o, oi, W, n, true, true);                             \
         else if (o) maxpool2x2_plane_##SUF(in, off, o, oi, W, n, true, false);                             \
         else maxpool2x2_plane_##SUF(in, off, o, oi, W, n, false, true);                                    \
     }
-MAXPOOL2X2(f32, float)
-MAXPOOL2X2(f64, double)
+MAXPOOL2X2(f32, float, )
+MAXPOOL2X2(f64, double, COLD_CODE) /* float64: for size (8 KB vectorised) */
 
 #if defined(__AVX512F__)
 /* The lanes where v replaces the running maximum m: larger, or NaN. */
@@ -1161,8 +1161,8 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
 }
 
 /* The max-pool kernel over planes of T: values and indices (ih * W + iw). */
-#define MAXPOOL(SUF, T)                                                                                   \
-    static void maxpool_##SUF(const T *x, T *y, int64_t *idx, const PoolGeo *p) {                         \
+#define MAXPOOL(SUF, T, ATTR)                                                                             \
+    ATTR static void maxpool_##SUF(const T *x, T *y, int64_t *idx, const PoolGeo *p) {                    \
         int64_t planes = p->N * p->C;                                                                      \
         int32_t *off = maxpool2x2_offsets(p);                                                              \
         OMP(omp parallel for schedule(static) if (planes * p->Ho * p->Wo > 32768))                  \
@@ -1199,8 +1199,8 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
         }                                                                                                  \
         free(off);                                                                                         \
     }
-MAXPOOL(f32, float)
-MAXPOOL(f64, double)
+MAXPOOL(f32, float, )
+MAXPOOL(f64, double, COLD_CODE) /* float64: for size */
 
 typedef struct {
     const PoolGeo *p;

@@ -9,13 +9,6 @@
 
 enum { CT_F32, CT_F64, CT_I64 }; /* compute types */
 
-/* code compiled for size under gcc (clang has no per-function -Os): run once a
- * call or a block, or loops whose vector types need no unrolling */
-#if defined(__GNUC__) && !defined(__clang__)
-#define COLD_CODE __attribute__((optimize("Os")))
-#else
-#define COLD_CODE
-#endif
 
 /* a loop over nt threads (nt in scope), one when nt is 1 */
 #define OMP_FOR_NT OMP(omp parallel for num_threads(nt) schedule(static) if (nt > 1))
