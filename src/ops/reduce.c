@@ -1286,6 +1286,23 @@ static void split3(const TensorImpl *t, int d, int64_t *outer, int64_t *D, int64
         T *x = xv;                                                                       \
         int nt = nthreads_for(outer * D * inner);                                       \
         (void)nt;                                                                        \
+        if (inner == 1) { /* along rows: 8 side by side (one chain each; 16 rows a power \
+                           * of two apart thrashed an L1 set of 12 ways) */         \
+            OMP_FOR_NT                                                                   \
+            for (int64_t r0 = 0; r0 < outer; r0 += 8) {                                  \
+                int g = outer - r0 < 8 ? (int)(outer - r0) : 8;                          \
+                A acc[8];                                                                \
+                for (int r = 0; r < 8; r++) acc[r] = ID;                                 \
+                for (int64_t k = 0; k < D; k++) {                                        \
+                    T *restrict col = x + r0 * D + (rev ? D - 1 - k : k);                \
+                    for (int r = 0; r < g; r++) {                                        \
+                        acc[r] = OPR(acc[r], (A)col[r * D]);                             \
+                        col[r * D] = (T)acc[r];                                          \
+                    }                                                                    \
+                }                                                                        \
+            }                                                                            \
+            return;                                                                      \
+        }                                                                                \
         int64_t jb = inner < 256 ? inner : 256, nb = (inner + jb - 1) / jb;             \
         OMP_FOR_NT                                                                       \
         for (int64_t u = 0; u < outer * nb; u++) {                                       \

@@ -324,7 +324,7 @@ def test_var_errors():
 
 @pytest.mark.parametrize("dtype", [F32, F64, torch.int32, torch.int64, torch.bool, BF16])
 def test_scans(dtype):
-    for shape in [(5,), (3, 4), (2, 3, 4), (), (0, 3)]:
+    for shape in [(5,), (3, 4), (2, 3, 4), (), (0, 3), (19, 33), (2, 9, 70)]:  # rows 8 at a time, and the rest
         for lay, x in layouts(shape, dtype):
             if dtype.is_floating_point:
                 x = (x * 0.5 + 1).to(dtype)
@@ -520,7 +520,7 @@ def test_grads_ties_and_zeros():
 
 
 def test_grads_scans_softmax():
-    for shape in GRAD_SHAPES + [(7, 130)]:
+    for shape in GRAD_SHAPES + [(7, 130), (13, 20)]:
         for lay, x in grad_inputs(shape):
             for d in range(-len(shape), len(shape)):
                 w = f"{shape} {lay} {d}"
