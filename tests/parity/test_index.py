@@ -331,6 +331,12 @@ def test_gather_scatter_errors():
     ]
     for k, (c, t) in enumerate(cases):
         expect_error(c(), t, f"case {k}")
+    # gather checks its indices on the way, over the threads: one bad index among 19,200
+    big = rand((64, 300))
+    for dim, bad in [(1, 300), (1, -1), (0, 64), (0, -65)]:
+        idx = torch.randint(0, big.shape[dim], (64, 300))
+        idx[40, 123] = bad
+        expect_error(lib.ct_gather(h(big), dim, h(idx)), lambda: torch.gather(big, dim, idx), f"gather {dim} {bad}")
 
 
 def test_gather_scatter_grad():
