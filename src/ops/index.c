@@ -527,25 +527,40 @@ static SRows srows(const GSWalk *w, const GSWalk *ws, int64_t n) {
     r.st_last_s = ws->n ? ws->st2[last] : 0;
     return r;
 }
+/* The part of a scatter's rows r0..r1, columns j0..j1 (the last dim) that
+ * thread t of nt takes: whole rows when the scatter dim is the last one (a row
+ * writes its own row), else all rows of a block of columns (a column writes
+ * its own column). Each output element is then updated by one thread, in the
+ * serial order. */
+static void scatter_part(const GSWalk *w, const SRows *g, int t, int nt, int64_t *r0, int64_t *r1, int64_t *j0,
+                         int64_t *j1) {
+    bool rows = w->n == 0 || w->dim == w->n - 1;
+    int64_t m = rows ? g->rows : g->L;
+    int64_t a = m * t / nt, b = m * (t + 1) / nt;
+    *r0 = rows ? a : 0, *r1 = rows ? b : g->rows, *j0 = rows ? 0 : a, *j1 = rows ? g->L : b;
+}
 #define SCATTER_ADD_K(D, ST, CT, LD, SV)                                         \
     static void scatter_add_##ST##_##CT(char *o_, const char *s_, const GSWalk *w, const GSWalk *ws, \
-                                        const int64_t *ip, int64_t n) {          \
+                                        const int64_t *ip, int64_t n, int t, int nt) { \
         ST *o = (ST *)o_;                                                        \
         const ST *s = (const ST *)s_;                                            \
         SRows g = srows(w, ws, n);                                               \
-        for (int64_t r = 0; r < g.rows; r++) {                                   \
+        int64_t r0, r1, j0, j1;                                                  \
+        scatter_part(w, &g, t, nt, &r0, &r1, &j0, &j1);                          \
+        for (int64_t r = r0; r < r1; r++) {                                      \
             int64_t bo, ob, sa, bs;                                              \
             gs_offsets(w, r * g.L, 0, &bo, &ob);                                 \
             gs_offsets(ws, r * g.L, 0, &sa, &bs);                                \
             const int64_t *ir = ip + r * g.L;                                    \
-            for (int64_t j = 0; j < g.L; j++) {                                  \
+            for (int64_t j = j0; j < j1; j++) {                                  \
                 int64_t oa = bo + j * g.st_last_o + ir[j] * g.st_dim;            \
                 o[oa] = SV((CT)(LD(o[oa]) + LD(s[bs + j * g.st_last_s])));       \
             }                                                                    \
         }                                                                        \
     }
 FOR_DTYPES_TOK(SCATTER_ADD_K)
-typedef void (*scatter_add_fn)(char *, const char *, const GSWalk *, const GSWalk *, const int64_t *, int64_t);
+typedef void (*scatter_add_fn)(char *, const char *, const GSWalk *, const GSWalk *, const int64_t *, int64_t, int,
+                               int);
 static const scatter_add_fn scatter_add_k[CT_NUM_DTYPES] = {
 #define SA_ENTRY(D, ST, CT, LD, SV) [D] = scatter_add_##ST##_##CT,
     FOR_DTYPES_TOK(SA_ENTRY)
@@ -578,24 +593,31 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
         if (r == 0) {
             const int64_t *ip = ldata(idx);
             int64_t n = idx->numel;
-            if (mode == 1) {
-                scatter_add_k[o->dtype](c10_data(o), c10_data(sv), &w, &ws, ip, n);
-            } else {
-                char *od = c10_data(o);
-                const char *sd = c10_data(sv);
-                ELSIZE_SWITCH(c10_elsize[o->dtype], {
-                    E *op_ = (E *)od;
-                    const E *sp = (const E *)sd;
-                    SRows g = srows(&w, &ws, n);
-                    for (int64_t r = 0; r < g.rows; r++) {
-                        int64_t bo, ob, sa, bs;
-                        gs_offsets(&w, r * g.L, 0, &bo, &ob);
-                        gs_offsets(&ws, r * g.L, 0, &sa, &bs);
-                        const int64_t *ir = ip + r * g.L;
-                        for (int64_t j = 0; j < g.L; j++)
-                            op_[bo + j * g.st_last_o + ir[j] * g.st_dim] = sp[bs + j * g.st_last_s];
-                    }
-                })
+            char *od = c10_data(o);
+            const char *sd = c10_data(sv);
+OMP(omp parallel if (n > GRAIN))
+            {
+                int t = 0, nt = 1;
+#ifdef _OPENMP
+                t = omp_get_thread_num(), nt = omp_get_num_threads();
+#endif
+                if (mode == 1) scatter_add_k[o->dtype](od, sd, &w, &ws, ip, n, t, nt);
+                else
+                    ELSIZE_SWITCH(c10_elsize[o->dtype], {
+                        E *op_ = (E *)od;
+                        const E *sp = (const E *)sd;
+                        SRows g = srows(&w, &ws, n);
+                        int64_t r0, r1, j0, j1;
+                        scatter_part(&w, &g, t, nt, &r0, &r1, &j0, &j1);
+                        for (int64_t r = r0; r < r1; r++) {
+                            int64_t bo, ob, sa, bs;
+                            gs_offsets(&w, r * g.L, 0, &bo, &ob);
+                            gs_offsets(&ws, r * g.L, 0, &sa, &bs);
+                            const int64_t *ir = ip + r * g.L;
+                            for (int64_t j = j0; j < j1; j++)
+                                op_[bo + j * g.st_last_o + ir[j] * g.st_dim] = sp[bs + j * g.st_last_s];
+                        }
+                    })
             }
         }
     }

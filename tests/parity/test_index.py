@@ -266,6 +266,24 @@ def test_gather_scatter_values(dtype, layout):
             close(lib.ct_scatter_add(h(x), dim, h(idx), h(src)), want)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64])
+def test_scatter_threads(dtype):
+    """Scatters of 60,000 indices, many repeated, over the threads: whole rows
+    a thread (dim last) or blocks of columns (dim 0, [300, 200] and a
+    [300, 3] index: fewer columns than threads); torch's serial order (the
+    last write wins, sums in index order)."""
+    for xs, ixs, dim in [((300, 200), (300, 200), 0), ((300, 200), (300, 200), 1), ((300, 200), (20000, 3), 0),
+                         ((4, 300, 50), (4, 300, 50), 1)]:
+        x = make(xs, dtype, "contig")
+        idx = torch.randint(0, xs[dim], ixs, generator=GEN)
+        src = make(ixs, dtype, "contig")
+        for t in (1, 2, 3):
+            lib.ct_set_num_threads(t)
+            close(lib.ct_scatter(h(x), dim, h(idx), h(src)), x.scatter(dim, idx, src))
+            close(lib.ct_scatter_add(h(x), dim, h(idx), h(src)), x.scatter_add(dim, idx, src))
+        lib.ct_set_num_threads(2)
+
+
 def test_gather_scatter_edges():
     s = torch.tensor(3.0, dtype=torch.float64)
     i0 = torch.tensor(0)
