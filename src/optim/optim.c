@@ -175,8 +175,8 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
  * alpha 0 takes the square root of fma(-g, g, g * g): torch's NaNs included). */
 #define FMA(a, b, c) _Generic((a), float: fmaf, default: fma)(a, b, c)
 
-#define DEFINE_KERNELS(T, S)                                                                                      \
-    static void sgd_##S(T *restrict p, const T *restrict g, T *restrict buf, int64_t n, const Group *G,          \
+#define DEFINE_KERNELS(T, S, ATTR)                                                                                \
+    ATTR static void sgd_##S(T *restrict p, const T *restrict g, T *restrict buf, int64_t n, const Group *G,          \
                         bool first) {                                                                            \
         const T wd = (T)G->weight_decay, mom = (T)G->momentum, damp1 = (T)(1 - G->dampening), nlr = (T)(-G->lr); \
         const bool has_wd = G->weight_decay != 0, has_mom = G->momentum != 0, nest = G->nesterov;                \
@@ -191,7 +191,7 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
             p[i] = FMA(d, nlr, p[i]);                                                                            \
         }                                                                                                        \
     }                                                                                                            \
-    static void adam_##S(T *restrict p, const T *restrict g, T *restrict m, T *restrict v, T *restrict mx,       \
+    ATTR static void adam_##S(T *restrict p, const T *restrict g, T *restrict m, T *restrict v, T *restrict mx,       \
                          int64_t n, const Group *G, double step, bool decoupled) {                               \
         const double bc1 = 1 - pow(G->beta1, step), bc2 = 1 - pow(G->beta2, step);                               \
         const T b1 = (T)G->beta1, b2 = (T)G->beta2, ob1 = (T)(1 - G->beta1), ob2 = (T)(1 - G->beta2);            \
@@ -217,7 +217,7 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
             p[i] = pi + nstep * mi / den;                                                                        \
         }                                                                                                        \
     }                                                                                                            \
-    static void rmsprop_##S(T *restrict p, const T *restrict g, T *restrict sq, T *restrict buf,                 \
+    ATTR static void rmsprop_##S(T *restrict p, const T *restrict g, T *restrict sq, T *restrict buf,                 \
                             T *restrict ga, int64_t n, const Group *G) {                                         \
         const T alpha = (T)G->alpha, oa = (T)(1 - G->alpha), wd = (T)G->weight_decay, eps = (T)G->eps;           \
         const T mom = (T)G->momentum, nlr = (T)(-G->lr);                                                         \
@@ -245,8 +245,8 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
             }                                                                                                    \
         }                                                                                                        \
     }
-DEFINE_KERNELS(float, f32)
-DEFINE_KERNELS(double, f64)
+DEFINE_KERNELS(float, f32, )
+DEFINE_KERNELS(double, f64, COLD_CODE) /* float64: for size */
 
 static ct_tensor *ensure_buf(PState *s, int k) {
     if (!s->buf[k]) {
