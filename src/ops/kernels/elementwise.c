@@ -404,6 +404,14 @@ static __attribute__((noinline)) void run_int(int64_t n, char **p, const double 
     static void ki_##name##_i64(int64_t n, char **p, const double *s) { RUN_INT(n, p, s, true, f32, vf); }
 INT_ROWS(KINT)
 
+/* pow(x, 3) and pow(x, -2) of float32 / float64 as torch computes them (x x x,
+ * 1 / (x x)), with 2 (square), -1 (reciprocal), 0.5 and -0.5 (sqrt, rsqrt):
+ * libm's pow on every element was 70x slower */
+UK(pow3, f32, f32, x * x * x)
+UK(pow3, f64, f64, x * x * x)
+UK(powm2, f32, f32, 1 / (x * x))
+UK(powm2, f64, f64, 1 / (x * x))
+
 /* The rows' stamped kernels, then the hand-written ones over them. */
 #if defined(__clang__)
 #pragma clang diagnostic push
@@ -642,12 +650,23 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
     b.dst = a->dst;
     memcpy(b.s, a->s, sizeof b.s);
     int nin = 2;
-    /* torch's pow(Tensor, Scalar) computes x ** 0.5 and x ** -0.5 as sqrt and
-     * rsqrt (so (-inf) ** 0.5 is NaN and (-0) ** -0.5 is -inf); float16 keeps std::pow */
+    /* torch's pow(Tensor, Scalar) computes x ** 0.5, x ** -0.5 and x ** -1 as
+     * sqrt, rsqrt and reciprocal (so (-inf) ** 0.5 is NaN and (-0) ** -0.5 is
+     * -inf), and for float32 / float64 2, 3 and -2 by multiplying; float16
+     * keeps std::pow */
     if (op == OP_pow && c10_is_float(common) && common != CT_FLOAT16 && a->t[1]->is_wrapped_number) {
         double e = wrapped_value(a->t[1]);
-        if (e == 0.5 || e == -0.5) {
-            k = kernels[e > 0 ? OP_sqrt : OP_rsqrt][compute];
+        bool fd = common == CT_FLOAT32 || common == CT_FLOAT64, f = common == CT_FLOAT32;
+        ew_kernel sk = e == 0.5    ? kernels[OP_sqrt][compute]
+                       : e == -0.5 ? kernels[OP_rsqrt][compute]
+                       : e == -1   ? kernels[OP_reciprocal][compute]
+                       : !fd       ? NULL
+                       : e == 2    ? kernels[OP_square][compute]
+                       : e == 3    ? (f ? k_pow3_f32 : k_pow3_f64)
+                       : e == -2   ? (f ? k_powm2_f32 : k_powm2_f64)
+                                   : NULL;
+        if (sk) {
+            k = sk;
             nin = 1;
             b.nt = 1;
         }
