@@ -645,6 +645,28 @@ int fwd_scatter_add(int op, const OpArgs *a, TensorImpl **out) {
 
 /* -------------------------------------------------------- nonzero/masks */
 
+/* Compactions (nonzero, masked_select) over the threads: the mask's rows of L
+ * cut into parts, each counted (cnt[q + 1] = the set elements of parts <= q,
+ * cnt[0] = 0), then each part written from cnt[q] on. Serial, with a branch
+ * per element, [1024, 1024] nonzero of a random mask took 1.7x torch's time. */
+#define MAX_PARTS 64
+static int compact_parts(int64_t n, int64_t rows) {
+    int64_t parts = n / GRAIN < rows ? n / GRAIN : rows;
+#ifdef _OPENMP
+    if (parts > 4 * omp_get_max_threads()) parts = 4 * omp_get_max_threads();
+#endif
+    return parts < 1 ? 1 : parts > MAX_PARTS ? MAX_PARTS : (int)parts;
+}
+static void compact_count(const bool *p, int64_t L, int64_t rows, int parts, int64_t *cnt) {
+OMP(omp parallel for schedule(static) if (parts > 1))
+    for (int q = 0; q < parts; q++) {
+        int64_t c = 0;
+        for (int64_t k = rows * q / parts * L; k < rows * (q + 1) / parts * L; k++) c += p[k];
+        cnt[q + 1] = c;
+    }
+    for (int q = 0; q < parts; q++) cnt[q + 1] += cnt[q];
+}
+
 static TensorImpl *nonzero_impl(const char *op, const TensorImpl *t) {
     if (t->device == CT_META)
         return c10_error("%s: Could not run 'aten::nonzero' with arguments from the 'Meta' backend.", op);
@@ -661,21 +683,32 @@ static TensorImpl *nonzero_impl(const char *op, const TensorImpl *t) {
     c10_release(c);
     if (!b) return NULL;
     const bool *p = (const bool *)c10_data(b);
-    int64_t n = b->numel, nnz = 0;
-    for (int64_t k = 0; k < n; k++) nnz += p[k];
     int nd = b->ndim;
-    int64_t sizes[2] = {nnz, nd};
+    int64_t n = b->numel, L = nd ? b->sizes[nd - 1] : 1, rows = L ? n / L : 0;
+    int64_t cnt[MAX_PARTS + 1] = {0};
+    int parts = compact_parts(n, rows);
+    compact_count(p, L, rows, parts, cnt);
+    int64_t sizes[2] = {cnt[parts], nd};
     TensorImpl *o = c10_empty(sizes, 2, CT_INT64, b->device);
-    if (o && nnz) {
-        int64_t *op_ = (int64_t *)c10_data(o), idx[CT_MAX_DIMS] = {0}, r = 0;
-        for (int64_t k = 0; k < n; k++) {
-            if (p[k]) {
-                for (int d = 0; d < nd; d++) op_[r * nd + d] = idx[d];
-                r++;
-            }
-            for (int d = nd - 1; d >= 0; d--) {
-                if (++idx[d] < b->sizes[d]) break;
-                idx[d] = 0;
+    if (o && cnt[parts]) {
+        int64_t *op_ = (int64_t *)c10_data(o);
+OMP(omp parallel for schedule(static) if (parts > 1))
+        for (int q = 0; q < parts; q++) { /* rows [r0, r1) into rows cnt[q] on */
+            int64_t r0 = rows * q / parts, r1 = rows * (q + 1) / parts, r = cnt[q], end = cnt[q + 1];
+            int64_t idx[CT_MAX_DIMS] = {0}, rest = r0, spare[CT_MAX_DIMS];
+            for (int d = nd - 2; d >= 0; d--) idx[d] = rest % b->sizes[d], rest /= b->sizes[d];
+            for (int64_t row = r0; row < r1; row++) {
+                const bool *pr = p + row * L;
+                for (int64_t j = 0; j < L; j++) { /* written always, kept when set: no branch to mispredict */
+                    int64_t *w = r < end ? op_ + r * nd : spare;
+                    for (int d = 0; d < nd - 1; d++) w[d] = idx[d];
+                    if (nd) w[nd - 1] = j;
+                    r += pr[j];
+                }
+                for (int d = nd - 2; d >= 0; d--) {
+                    if (++idx[d] < b->sizes[d]) break;
+                    idx[d] = 0;
+                }
             }
         }
     }
@@ -1020,18 +1053,25 @@ int fwd_masked_select(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *o = NULL;
     if (mc) {
         const bool *m = (const bool *)c10_data(mc);
-        int64_t n = mc->numel, cnt = 0;
-        for (int64_t k = 0; k < n; k++) cnt += m[k];
-        o = c10_empty(&cnt, 1, self->dtype, self->device);
-        if (o && cnt) {
+        int64_t n = mc->numel, L = nd ? shape[nd - 1] : 1, rows = L ? n / L : 0, cnt[MAX_PARTS + 1] = {0};
+        int parts = compact_parts(n, rows);
+        compact_count(m, L, rows, parts, cnt);
+        o = c10_empty(&cnt[parts], 1, self->dtype, self->device);
+        if (o && cnt[parts]) {
             const char *s = c10_data(sc);
             char *d = c10_data(o);
             ELSIZE_SWITCH(c10_elsize[self->dtype], {
                 const E *sp = (const E *)s;
                 E *dp = (E *)d;
-                int64_t j = 0;
-                for (int64_t k = 0; k < n; k++)
-                    if (m[k]) dp[j++] = sp[k];
+OMP(omp parallel for schedule(static) if (parts > 1))
+                for (int q = 0; q < parts; q++) {
+                    int64_t j = cnt[q], end = cnt[q + 1];
+                    E spare;
+                    for (int64_t k = rows * q / parts * L; k < rows * (q + 1) / parts * L; k++) {
+                        *(j < end ? dp + j : &spare) = sp[k];
+                        j += m[k];
+                    }
+                }
             })
         }
     }

@@ -548,6 +548,27 @@ def test_masked(dtype, layout):
     close(lib.ct_nonzero(h(torch.tensor(3).to(dtype))), torch.nonzero(torch.tensor(3).to(dtype)))
 
 
+def test_masked_parts():
+    """nonzero and masked_select of masks big enough to be cut into parts over
+    the threads (random, all set, none set, one set in the last row)."""
+    g = torch.Generator().manual_seed(3)
+    for shape in [(300, 500), (7, 100, 90), (140000,), (2, 40000, 1)]:
+        x = torch.randn(shape, generator=g)
+        for kind in ("random", "all", "none", "last"):
+            m = torch.rand(shape, generator=g) < 0.4 if kind == "random" else torch.full(shape, kind == "all")
+            if kind == "last":
+                m.view(-1)[-1] = True
+            for t in (1, 2, 3):
+                lib.ct_set_num_threads(t)
+                close(lib.ct_nonzero(h(m)), torch.nonzero(m))
+                close(lib.ct_masked_select(h(x), h(m)), torch.masked_select(x, m))
+                close(lib.ct_masked_select(h(x), h(m.to(torch.uint8))), torch.masked_select(x, m))
+            lib.ct_set_num_threads(2)
+    x = torch.randn(300, 500, generator=g, dtype=torch.float64)
+    m = torch.rand(500, generator=g) < 0.5  # broadcast over the rows
+    close(lib.ct_masked_select(h(x), h(m)), torch.masked_select(x, m))
+
+
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_masked_scatter(dtype, layout):
