@@ -51,8 +51,12 @@
  * call or a block, loops whose vector types need no unrolling, or rare dtypes */
 #if defined(__GNUC__) && !defined(__clang__)
 #define COLD_CODE __attribute__((optimize("Os")))
+#define COLD_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"Os\")") /* ... COLD_END: all between */
+#define COLD_END _Pragma("GCC pop_options")
 #else
 #define COLD_CODE
+#define COLD_BEGIN
+#define COLD_END
 #endif
 
 /* Broken invariants (never user errors) abort with file and line. */

@@ -304,7 +304,9 @@ static size_t ce_scratch(int64_t br, int64_t C, size_t es) { return (size_t)(br 
         return fail ? c10_error_int("out of memory") : 0;                                                  \
     }
 DEF_CE_FWD(float, f32)
+COLD_BEGIN /* float64: for size */
 DEF_CE_FWD(double, f64)
+COLD_END
 
 /* Cross entropy's gradient (or coefficients). x [R, C] rows; gb: R
  * per-row scales (or NULL: the scalar gs). Writes gx[r, c] = (softmax * A - a) * gb,
@@ -379,7 +381,9 @@ DEF_CE_FWD(double, f64)
         return fail ? c10_error_int("out of memory") : 0;                                                  \
     }
 DEF_CE_BWD(float, f32)
+COLD_BEGIN /* float64: for size */
 DEF_CE_BWD(double, f64)
+COLD_END
 
 /* Loads class-loss operands: target contiguous (int64 or opmath probabilities
  * in row layout), weight contiguous opmath. */
@@ -845,7 +849,9 @@ TensorImpl *nn_pw_grad(int op, const OpArgs *a, const TensorImpl *gout, int whic
         }                                                                                                  \
     }
 DEF_LN_FWD(float, f32)
+COLD_BEGIN /* float64: for size */
 DEF_LN_FWD(double, f64)
+COLD_END
 
 int nn_layer_norm_geom(const TensorImpl *x, const TensorImpl *w, const TensorImpl *b, const int64_t *ns, int nn,
                        int64_t *R, int64_t *M) {
@@ -974,7 +980,9 @@ fail:
         }                                                                                                  \
     }
 DEF_LN_BWD(float, f32)
+COLD_BEGIN /* float64: for size */
 DEF_LN_BWD(double, f64)
+COLD_END
 
 /* Fills gi[0..2] (input, weight, bias gradients) as needed; NULL where not. */
 int nn_layer_norm_grad(const TensorImpl *x, const TensorImpl *w, double eps, const TensorImpl *g, const int64_t *ns,
@@ -1080,7 +1088,9 @@ fail:
         }                                                                                                  \
     }
 DEF_BN_FWD(float, f32)
+COLD_BEGIN /* float64: for size */
 DEF_BN_FWD(double, f64)
+COLD_END
 
 int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorImpl *b, const TensorImpl *rm,
                         const TensorImpl *rv, bool training) {
@@ -1234,7 +1244,9 @@ fail:
         }                                                                                                  \
     }
 DEF_BN_BWD(float, f32)
+COLD_BEGIN /* float64: for size */
 DEF_BN_BWD(double, f64)
+COLD_END
 
 int nn_batch_norm_grad(const TensorImpl *x, const TensorImpl *w, const TensorImpl *rm, const TensorImpl *rv,
                        double eps, const TensorImpl *g, bool training, const bool *needs, TensorImpl **gi) {
