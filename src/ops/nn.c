@@ -1051,6 +1051,17 @@ fail:
     static void bn_fwd_##S(const T *restrict x, int64_t N, int64_t C, int64_t inner, bool training,      \
                            const T *restrict w, const T *restrict b, double eps, T *restrict y,          \
                            T *restrict mean, T *restrict rstd, double *restrict var_out) {                \
+        if (!training) { /* plane by plane, in memory order (a channel's planes, C apart: 1.3x slower) */ \
+            OMP(omp parallel for schedule(static) if (y && N * C * inner > GRAIN))                  \
+            for (int64_t q = 0; q < (y ? N * C : 0); q++) {                                                \
+                int64_t c = q % C;                                                                         \
+                T sc = w ? w[c] * rstd[c] : rstd[c], sh = (b ? b[c] : (T)0) - mean[c] * sc;               \
+                const T *restrict p = x + q * inner;                                                       \
+                T *restrict o = y + q * inner;                                                             \
+                for (int64_t i = 0; i < inner; i++) o[i] = p[i] * sc + sh;                                \
+            }                                                                                              \
+            return;                                                                                        \
+        }                                                                                                  \
         OMP(omp parallel for schedule(static) if (N * C * inner > GRAIN))                           \
         for (int64_t c = 0; c < C; c++) {                                                                  \
             T mu, rs;                                                                                      \

@@ -476,7 +476,7 @@ def test_batch_norm_train(shape):
                      [x, w, b], diff, f"bn grads {shape} w={use_w} {lay}", rtol=1e-9)
 
 
-@pytest.mark.parametrize("shape", [(4, 3), (3, 2, 5)])
+@pytest.mark.parametrize("shape", [(4, 3), (3, 2, 5), (16, 8, 30, 30)])  # the last over the threads
 def test_batch_norm_eval(shape):
     C = shape[1]
     rm, rv = randn(C), torch.rand(C, generator=GEN, dtype=F64) + 0.5
