@@ -58,6 +58,10 @@ static TensorImpl *softplus_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x, do
 /* d/dx x^y = y x^(y-1), zero where y == 0 */
 static TensorImpl *pow_bwd_self(BackwardCtx *c, TensorImpl *g, TensorImpl *x, TensorImpl *y) {
     (void)c;
+    if (y->is_wrapped_number && y->device != CT_META) { /* torch's pow_backward of a Scalar exponent e: */
+        double e = c10_get(y, 0);                       /* g (e x^(e-1)), x^(e-1) as pow(Tensor, Scalar), */
+        return e == 0 ? ZEROS(x) : MUL(g, MULS(POWS(x, e - 1), e)); /* whose 2 is x x (not libm's pow) */
+    }
     TensorImpl *d = MUL(y, POW(x, ADDS(y, -1)));
     return MUL(g, masked(d, BINS(ne, y, 0)));
 }

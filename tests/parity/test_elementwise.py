@@ -1204,3 +1204,27 @@ def test_div_empty_rounding_mode():
     x = torch.ones(3)
     err, _ = fails(lambda: torch.div(x, x, rounding_mode=""))
     ct.assert_error(L.ct_div_mode(c(x), c(x), b""), err)
+
+
+def test_pow_scalar_grads():
+    """pow(x, e)'s gradient is torch's pow_backward of a Scalar, g (e x^(e-1)),
+    x^(e-1) again a pow(Tensor, Scalar) (x x for e = 3): first and second
+    order, x with zeros and negatives, float64 and float32."""
+    g = torch.Generator().manual_seed(11)
+    for dt in (torch.float64, torch.float32):
+        x = torch.randn(200, generator=g, dtype=dt) * 2
+        x[:5] = torch.tensor([0.0, -0.0, 1.0, -1.0, 0.5], dtype=dt)
+        for e in (0.0, 1.0, 2.0, 3.0, -1.0, -2.0, 0.5, 2.5, 4.0):
+            v = torch.randn(200, generator=g, dtype=dt)
+            tx = x.clone().requires_grad_(True)
+            (tg,) = torch.autograd.grad(torch.pow(tx, e), tx, v, create_graph=True)
+            hx = ct.leaf(x)
+            (cg,) = ct.grads_of(ct.check(L.ct_pow_scalar(hx, e)), [hx], v)
+            tol = dict(rtol=1e-12, atol=1e-12) if dt == torch.float64 else dict(rtol=1e-5, atol=1e-5)
+            ct.assert_close(cg, tg.detach(), what=f"d pow(x, {e}) {dt}: ", **tol)
+            if e in (0.0, 2.5, 0.5) or dt != torch.float64:
+                continue  # second order where x^(e-2) stays finite at the zeros (of 0: none in torch)
+            w = torch.randn(200, generator=g, dtype=dt)
+            (tgg,) = torch.autograd.grad(tg, tx, w)
+            (cgg,) = ct.grads_of(cg, [hx], w)
+            ct.assert_close(cgg, tgg, what=f"d2 pow(x, {e}): ", **tol)
