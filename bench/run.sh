@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench/run.sh [BUILD]: every workload of the issues, ctorch beside PyTorch in the
 # same run (W1-W3, W7 elementwise; W4, W6 reductions; W5, W10-fwd linalg/conv; W8
-# autograd; W9-W11 training). Benchmarks, not tests: quote medians and ratios, and
-# rerun on a quiet machine. OpenBLAS 0.3.21 does not recognise some recent x86
-# CPUs and falls back to generic kernels; OPENBLAS_CORETYPE is set from
-# /proc/cpuinfo for ctorch and torch alike (both use OpenBLAS for matmul).
+# autograd; W9-W11 training), then a sweep of other ops (bench_ops.py). Benchmarks,
+# not tests: quote medians and ratios, and rerun on a quiet machine. OpenBLAS
+# 0.3.21 does not recognise some recent x86 CPUs and falls back to generic
+# kernels; OPENBLAS_CORETYPE is set from /proc/cpuinfo for ctorch and torch alike
+# (both use OpenBLAS for matmul).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD="${1:-build}"
@@ -21,3 +22,4 @@ $PY bench/bench_reduce.py
 $PY bench/bench_linalg.py
 $PY bench/bench_autograd.py --build "$BUILD"
 $PY bench/bench_train.py --build "$BUILD"
+$PY bench/bench_ops.py
