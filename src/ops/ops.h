@@ -107,6 +107,8 @@ typedef struct ElementwiseSpec {
 /* Broadcasts the inputs, allocates the output (when *out is NULL) or checks the
  * given one (in-place / out= forms: shape must be the broadcast shape, no
  * internal overlap), then runs kernel over all elements (skipped on meta). */
+/* gelu's gradient (erf form) g (cdf(x) + x pdf(x)) in one pass (no history) */
+CT_INTERNAL TensorImpl *at_gelu_grad(TensorImpl *g, TensorImpl *x);
 CT_INTERNAL int ew_run(const ElementwiseSpec *spec, TensorImpl *const *inputs, TensorImpl **out,
                        ew_kernel kernel, const double *s);
 

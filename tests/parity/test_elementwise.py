@@ -1228,3 +1228,30 @@ def test_pow_scalar_grads():
             (tgg,) = torch.autograd.grad(tg, tx, w)
             (cgg,) = ct.grads_of(cg, [hx], w)
             ct.assert_close(cgg, tgg, what=f"d2 pow(x, {e}): ", **tol)
+
+
+def test_gelu_grads():
+    """gelu's gradient: the fused first-order kernel (computed in float32 for
+    16-bit, rounded once, as torch's GeluBackward) and the composite one under
+    create_graph, with its second order."""
+    g = torch.Generator().manual_seed(12)
+    for dt in (torch.float64, torch.float32, torch.bfloat16):  # (torch 1.13 has no float16 gelu on the CPU)
+        x = (torch.randn(40, 70, generator=g) * 3).to(dt).t()  # non-contiguous
+        x[0, :3] = torch.tensor([0.0, float("inf"), -float("inf")]).to(dt)
+        v = torch.randn(70, 40, generator=g).to(dt)
+        tx = x.clone().requires_grad_(True)
+        (want,) = torch.autograd.grad(TF.gelu(tx), tx, v)
+        tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2e-2}[dt]
+        for cg in (False, True):
+            hx = ct.leaf(x)
+            (got,) = ct.grads_of(ct.check(L.ct_gelu(hx, None)), [hx], v, create_graph=cg)
+            ct.assert_close(got, want, rtol=tol, atol=tol, what=f"gelu grad {dt} create_graph={cg}: ")
+    x = torch.randn(50, generator=g, dtype=torch.float64)
+    tx = x.clone().requires_grad_(True)
+    v, w = torch.randn(50, generator=g, dtype=torch.float64), torch.randn(50, generator=g, dtype=torch.float64)
+    (tg,) = torch.autograd.grad(TF.gelu(tx), tx, v, create_graph=True)
+    (tgg,) = torch.autograd.grad(tg, tx, w)
+    hx = ct.leaf(x)
+    (cg,) = ct.grads_of(ct.check(L.ct_gelu(hx, None)), [hx], v)
+    (cgg,) = ct.grads_of(cg, [hx], w)
+    ct.assert_close(cgg, tgg, rtol=1e-12, atol=1e-12, what="gelu second order: ")

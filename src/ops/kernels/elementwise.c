@@ -412,6 +412,12 @@ UK(pow3, f64, f64, x * x * x)
 UK(powm2, f32, f32, 1 / (x * x))
 UK(powm2, f64, f64, 1 / (x * x))
 
+/* gelu's gradient (erf form) in one pass, g (cdf(x) + x pdf(x)), for the
+ * first-order backward: the composite formula's eleven ops took 1.8x torch's
+ * time forward and backward */
+BK(gelu_grad, f32, f32, y * ((T)0.5 * (1 + erf(x * (T)M_SQRT1_2)) + x * exp((T)-0.5 * x * x) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)))
+BK(gelu_grad, f64, f64, y * ((T)0.5 * (1 + erf(x * (T)M_SQRT1_2)) + x * exp((T)-0.5 * x * x) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)))
+
 /* The rows' stamped kernels, then the hand-written ones over them. */
 #if defined(__clang__)
 #pragma clang diagnostic push
@@ -694,4 +700,14 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
     c10_release(tmp[0]);
     c10_release(tmp[1]);
     return r;
+}
+
+/* g (cdf(x) + x pdf(x)) of gelu(x) (erf form), in x's dtype (16-bit computed
+ * in float32), g broadcast to x */
+TensorImpl *at_gelu_grad(TensorImpl *g, TensorImpl *x) {
+    ct_dtype cd = x->dtype == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32;
+    ElementwiseSpec spec = {"gelu_backward", 2, cd, cd, x->dtype};
+    TensorImpl *in[2] = {x, g}, *o = NULL;
+    if (ew_run(&spec, in, &o, cd == CT_FLOAT64 ? k_gelu_grad_f64 : k_gelu_grad_f32, NULL) < 0) return NULL;
+    return o;
 }
