@@ -472,7 +472,9 @@ int fwd_gather(int op, const OpArgs *a, TensorImpl **out) {
     gs_walk_init(&w, idx, self, NULL, dim);
     const int64_t *ip = ldata(idx);
     uint64_t ds = (uint64_t)w.dimsize;
-    int bad = 0; /* validated on the way (a pass of its own cost a read of the index), out of range read as 0 */
+    /* validated on the way (a pass of its own cost a read of the index), out of
+     * range read as 0, which an empty dim does not have */
+    int bad = ds == 0;
     const char *s = c10_data(self);
     char *d = c10_data(o);
     int64_t n = o->numel;
@@ -484,7 +486,7 @@ int fwd_gather(int op, const OpArgs *a, TensorImpl **out) {
         const E *sp = (const E *)s;
         E *dp = (E *)d;
 OMP(omp parallel for if (n > GRAIN) reduction(| : bad))
-        for (int64_t r = 0; r < rows; r++) {
+        for (int64_t r = 0; r < (ds ? rows : 0); r++) {
             int64_t base, ob;
             gs_offsets(&w, r * L, 0, &base, &ob);
             const int64_t *restrict ir = ip + r * L;

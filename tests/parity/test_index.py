@@ -349,6 +349,9 @@ def test_gather_scatter_errors():
     ]
     for k, (c, t) in enumerate(cases):
         expect_error(c(), t, f"case {k}")
+    e = rand((3, 0))  # an empty dim: no position to read while checking
+    expect_error(lib.ct_gather(h(e), 1, h(torch.zeros(3, 2, dtype=torch.long))),
+                 lambda: torch.gather(e, 1, torch.zeros(3, 2, dtype=torch.long)), "gather from an empty dim")
     # gather checks its indices on the way, over the threads: one bad index among 19,200
     big = rand((64, 300))
     for dim, bad in [(1, 300), (1, -1), (0, 64), (0, -65)]:
