@@ -415,8 +415,9 @@ UK(powm2, f64, f64, 1 / (x * x))
 /* gelu's gradient (erf form) in one pass, g (cdf(x) + x pdf(x)), for the
  * first-order backward: the composite formula's eleven ops took 1.8x torch's
  * time forward and backward */
-BK(gelu_grad, f32, f32, y * ((T)0.5 * (1 + erf(x * (T)M_SQRT1_2)) + x * exp((T)-0.5 * x * x) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)))
-BK(gelu_grad, f64, f64, y * ((T)0.5 * (1 + erf(x * (T)M_SQRT1_2)) + x * exp((T)-0.5 * x * x) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)))
+#define GELU_GRAD_(x, g) ((g) * ((T)0.5 * (1 + erf((x) * (T)M_SQRT1_2)) + (x) * exp((T)-0.5 * (x) * (x)) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)))
+BK(gelu_grad, f32, f32, GELU_GRAD_(x, y))
+BK(gelu_grad, f64, f64, GELU_GRAD_(x, y))
 
 /* The rows' stamped kernels, then the hand-written ones over them. */
 #if defined(__clang__)
