@@ -1065,7 +1065,7 @@ fail:
         OMP(omp parallel for schedule(static) if (N * C * inner > GRAIN))                           \
         for (int64_t c = 0; c < C; c++) {                                                                  \
             T mu, rs;                                                                                      \
-            if (training) {                                                                                \
+            { /* training: evaluation returned above */                                                  \
                 double s = 0;                                                                              \
                 for (int64_t n = 0; n < N; n++) {                                                          \
                     const T *restrict p = x + (n * C + c) * inner;                                        \
@@ -1085,9 +1085,6 @@ fail:
                 rs = (T)(1 / sqrt(v / cnt + eps));                                                        \
                 mean[c] = mu;                                                                              \
                 rstd[c] = rs;                                                                              \
-            } else {                                                                                       \
-                mu = mean[c];                                                                              \
-                rs = rstd[c];                                                                              \
             }                                                                                              \
             if (!y) continue;                                                                              \
             T sc = w ? w[c] * rs : rs, sh = (b ? b[c] : (T)0) - mu * sc;                                  \
