@@ -1,6 +1,8 @@
 """softmax / log_softmax along the last dim of transposed and permuted views,
 whose rows lie far apart with another dim unit-stride (src/ops/kernels/softmax.c's
-tblocks_*: blocks of adjacent rows, one lane per row, no copy): bit for bit the
+tblocks: blocks of adjacent rows, one lane per row, no copy, fewer blocks a task
+when that keeps both threads busy, as [2100,40].t()'s; 16-bit views are copied
+first, then run as rows): bit for bit the
 contiguous path's results (the same sums in the same order), and torch's within
 test_softmax_rows.py's bounds. Row lengths and block counts not multiples of the
 block (16 rows, 8 for float64), rows holding -inf, +inf, NaN, all -inf."""

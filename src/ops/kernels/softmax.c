@@ -430,12 +430,12 @@ VCOL(double)
  * their elements es apart), one lane per row, TP blocks side by side: TP
  * lines per position k, in one page (a block's D lines lie in D pages, and
  * their page walks dominated). The first pass reads the lines x + k * es once,
- * in order, prefetched, widened into b (D lines of W per block, contiguous)
- * and takes the maxima; per block, the second sums exp(b - max) in expsum_*'s
+ * in order, prefetched, into b (D lines of W per block, contiguous) and
+ * takes the maxima; per block, the second sums exp(b - max) in expsum_*'s
  * order (the contiguous rows' bits) and writes the exps (softmax) or x - max
  * (log_softmax), transposed in registers (16 x 16; 8 x 8 for double), into
- * the output rows (float32, float64) or a row buffer (16-bit); the third
- * finishes each row there, in L2, as row_* does (16-bit rows rounded once).
+ * the output rows; the third finishes each row there, in L2, as row_* does.
+ * float32 and float64 only: 16-bit views run faster copied first.
  * Re-reading the strided lines instead of b was 2x slower: lines at one page
  * offset share few cache sets. */
 static inline void tr16(__m512 *r) { /* the 16 x 16 transpose of r[] */
@@ -506,7 +506,7 @@ TEXPSUM(double)
 #define PF_LINES 32   /* the first pass's prefetch distance, in lines */
 #define TBLOCK(tag, S, C, LS)                                                            \
     /* the maxima of TP blocks of W rows side by side (rows of them), their lines \
-     * widened into b, block p's D lines of W at b + p * D * W: TP lines per \
+     * copied into b, block p's D lines of W at b + p * D * W: TP lines per \
      * position k, in the same page (a page walk each) */                         \
     NOINLINE static void tmax_##tag(const void *xv, int64_t es, int64_t D, int rows, void *bv, void *mo) { \
         const S *x = xv;                                                                 \
@@ -529,58 +529,52 @@ TEXPSUM(double)
         memcpy(mo, m, sizeof m);                                                         \
     }                                                                                    \
     /* one block (nr rows, max m, lines b) into the rows of y, ys apart: the \
-     * exps (softmax) or x - max (log_softmax) transposed into y (float32, \
-     * float64) or the rows buffer r (16-bit), then finished row by row in L2 */       \
+     * exps (softmax) or x - max (log_softmax) transposed into y, then \
+     * finished row by row in L2 */                                                    \
     NOINLINE static void tblock_##tag(const void *mv, void *yv, int64_t ys, int64_t D, int nr, bool logm, \
-                                      const void *bv, void *rv) {                         \
+                                      const void *bv) {                                   \
         V_##C m = *(const V_##C *)mv;                                                    \
         S *y = yv;                                                                       \
-        const C *b = bv;                                                                 \
-        C *r = rv;                                                                       \
-        bool direct = sizeof(S) == sizeof(C);                                            \
-        int64_t rs = direct ? ys : D;                                                    \
-        if (direct) r = (C *)(void *)y;                                                  \
         C t[W_##C];                                                                      \
-        VOP_##C(storeu)(t, texpsum_##C(b, D, m, logm, r, rs, nr));                       \
-        for (int i = 0; i < nr; i++) { /* yr, cr: STORE_ROW has its own i */            \
-            C ls = logm ? LS(t[i]) : 0;                                                  \
-            V_##C a = VOP_##C(set1)(logm ? 1 : 1 / t[i]), c = VOP_##C(set1)(ls);          \
+        VOP_##C(storeu)(t, texpsum_##C(bv, D, m, logm, y, ys, nr));                      \
+        for (int i = 0; i < nr; i++) { /* yr: STORE_ROW has its own i */                \
+            V_##C a = VOP_##C(set1)(logm ? 1 : 1 / t[i]), c = VOP_##C(set1)(logm ? LS(t[i]) : 0); \
             S *yr = y + i * ys;                                                          \
-            const C *cr = r + i * rs;                                                    \
-            STORE_ROW(tag, C, yr, D, C, cr, fin, a, c);                                  \
+            STORE_ROW(tag, C, yr, D, C, yr, fin, a, c);                                  \
         }                                                                                \
     }
-STORED_TYPES(TBLOCK)
+TBLOCK(f32, float, float, logf)
+TBLOCK(f64, double, double, dlog)
 /* The blocks: nu rows along the unit-stride dim, TP blocks of w rows at a
  * time, for each of the nq rows of gi (input offsets) / go (output rows); ou:
  * output rows between neighbours along the unit-stride dim; ss: the stored
  * type's size. */
 typedef struct TBlockFns {
     void (*max)(const void *x, int64_t es, int64_t D, int rows, void *b, void *m);
-    void (*block)(const void *m, void *y, int64_t ys, int64_t D, int nr, bool logm, const void *b, void *r);
+    void (*block)(const void *m, void *y, int64_t ys, int64_t D, int nr, bool logm, const void *b);
     int w;
     size_t ss;
 } TBlockFns;
 COLD_CODE static void tblocks(const TBlockFns *f, const char *x, const RowGeom *gi, const RowGeom *go, int64_t nq, int64_t nu,
                     int64_t ou, int64_t es, char *y, int64_t D, bool logm, int nt, char *buf, size_t per) {
-    (void)nt;
-    int64_t w = f->w, nb = (nu + TP * w - 1) / (TP * w), n = nq * nb;
+    /* st rows a task: TP blocks, fewer when that leaves a thread idle */
+    int64_t w = f->w, st = TP * w, want = (nt + nq - 1) / nq;
+    if ((nu + st - 1) / st < want) st = ((nu + want - 1) / want + w - 1) / w * w;
+    int64_t nb = (nu + st - 1) / st, n = nq * nb;
     OMP_FOR_NT
     for (int64_t v = 0; v < n; v++) {
-        int64_t q = v / nb, j = v % nb * TP * w;
+        int64_t q = v / nb, j = v % nb * st;
         char *b = buf + per * (size_t)thread_num();
-        int rows = nu - j < TP * w ? (int)(nu - j) : (int)(TP * w);
+        int rows = nu - j < st ? (int)(nu - j) : (int)st;
         __m512 m[TP];
         f->max(x + (rk_row_offset(gi, q) + j) * (int64_t)f->ss, es, D, rows, b, m);
         for (int p = 0; p * w < rows; p++)
             f->block(m + p, y + (rk_row_offset(go, q) + (j + p * w) * ou) * D * (int64_t)f->ss, ou * D, D,
-                     rows - p * w < w ? (int)(rows - p * w) : (int)w, logm, b + (size_t)(p * D) * 64,
-                     b + (size_t)(TP * D) * 64);
+                     rows - p * w < w ? (int)(rows - p * w) : (int)w, logm, b + (size_t)(p * D) * 64);
     }
 }
 #define TFNS(tag, S, C) {tmax_##tag, tblock_##tag, W_##C, sizeof(S)}
-static const TBlockFns tfns[4] = {TFNS(f32, float, float), TFNS(f64, double, double), TFNS(f16, uint16_t, float),
-                                  TFNS(bf16, uint16_t, float)};
+static const TBlockFns tfns[2] = {TFNS(f32, float, float), TFNS(f64, double, double)};
 #else
 /* Portable rows: the max in LANES running maxima, vmath.h's exp-and-sum, the
  * scaling; 16-bit rows widened into b, computed there, narrowed. */
@@ -715,7 +709,9 @@ bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, v
     return true;
 }
 
-#define TBLOCK_MAX_D 8192 /* longer rows: slower than the copy (measured) */
+/* longer rows, and 16-bit ones (whose exps went through a row buffer), ran
+ * slower than the copy (measured) */
+#define TBLOCK_MAX_D 8192
 
 COLD_CODE int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y, int64_t D, bool logm,
                            int nt) {
@@ -723,7 +719,7 @@ COLD_CODE int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *
     int u = -1, w = dt == CT_FLOAT64 ? 8 : 16;
     for (int k = 0; k < g->nd; k++)
         if (g->stride[k] == 1) u = k;
-    if (u < 0 || g->size[u] < w || D > TBLOCK_MAX_D) return 0;
+    if (u < 0 || g->size[u] < w || D > TBLOCK_MAX_D || (dt != CT_FLOAT32 && dt != CT_FLOAT64)) return 0;
     RowGeom gi, go; /* g without u: input offsets, output rows */
     int64_t a = 1, ou = 1; /* a: output rows between neighbours along dim k */
     for (int k = g->nd - 1; k >= 0; a *= g->size[k--]) {
@@ -732,10 +728,10 @@ COLD_CODE int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *
         else gi.size[n] = go.size[n] = g->size[k], gi.stride[n] = g->stride[k], go.stride[n] = a;
     }
     gi.nd = go.nd = g->nd - 1;
-    size_t per = thread_part((size_t)D * 64 * (TP + 1)); /* the lines; 16-bit: the rows */
+    size_t per = thread_part((size_t)D * 64 * TP); /* the lines */
     char *buf = aligned_alloc(64, per * (size_t)nt);
     if (!buf) return -1;
-    tblocks(&tfns[dt == CT_FLOAT32 ? 0 : dt == CT_FLOAT64 ? 1 : dt == CT_FLOAT16 ? 2 : 3], x, &gi, &go, a / g->size[u], g->size[u], ou, es, y, D, logm, nt, buf, per);
+    tblocks(&tfns[dt == CT_FLOAT64], x, &gi, &go, a / g->size[u], g->size[u], ou, es, y, D, logm, nt, buf, per);
     free(buf);
     return 1;
 #else
