@@ -631,10 +631,25 @@ static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kern
             ptr[k] = pl->data[k];
             for (int d = 0; d < pl->ndim; d++) ptr[k] += idx[d] * pl->stride[k][d];
         }
-        run_row(pl, ptr, direct, none, NULL, n, kernel, s);
-        begin += n;
-        idx[0] += n;
-        for (int d = 0; d < pl->ndim - 1 && idx[d] == pl->shape[d]; d++) {
+        /* whole rows of direct operands along dim 1: the pointers stepped,
+         * the kernel called straight, without run_row's tests (rows of 8
+         * floats, x.unfold(1, 8, 4).contiguous() of [1024, 1024], 1 thread:
+         * 4.44 -> 0.76 ms) */
+        int64_t m = all_direct && !idx[0] && pl->ndim > 1 && n == pl->shape[0] ? (end - begin) / n : 1;
+        if (m > pl->shape[1] - idx[1]) m = pl->shape[1] - idx[1];
+        if (m > 1) {
+            for (int64_t j = 0; j < m; j++) {
+                kernel(n, ptr, s);
+                for (int k = 0; k < pl->nops; k++) ptr[k] += pl->stride[k][1];
+            }
+            begin += m * n;
+            idx[1] += m;
+        } else {
+            run_row(pl, ptr, direct, none, NULL, n, kernel, s);
+            begin += n;
+            idx[0] += n;
+        }
+        for (int d = m > 1; d < pl->ndim - 1 && idx[d] == pl->shape[d]; d++) {
             idx[d] = 0;
             idx[d + 1]++;
         }
@@ -912,7 +927,14 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
 
 /* Copy kernel: the engine has already converted src to dst's dtype. */
 static void copy_kernel(int64_t n, char **p, const double *s) {
-    memcpy(p[0], p[1], (size_t)n * (size_t)s[0]);
+    size_t b = (size_t)n * (size_t)s[0];
+    char *d = p[0];
+    const char *x = p[1];
+    /* short rows as two overlapping fixed-size moves, not a call */
+    if (b >= 16 && b <= 32) memcpy(d, x, 16), memcpy(d + b - 16, x + b - 16, 16);
+    else if (b >= 8 && b < 16) memcpy(d, x, 8), memcpy(d + b - 8, x + b - 8, 8);
+    else if (b >= 4 && b < 8) memcpy(d, x, 4), memcpy(d + b - 4, x + b - 4, 4);
+    else memcpy(d, x, b);
 }
 
 static bool copy_transposed(TensorImpl *dst, const TensorImpl *src) {

@@ -85,3 +85,33 @@ def test_copy_into_offset_destination(dtype):
     dst = ct.check(lib.ct_narrow(hbuf, 0, 1, 200))
     assert lib.ct_copy_(dst, ct.from_torch(src)) == 0, ct.last_error()
     ct.assert_close(hbuf, want, what="copy_ into rows 1..: ")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("size,step", [(1, 1), (3, 2), (4, 3), (5, 4), (8, 4), (9, 9), (16, 5), (33, 7)])
+def test_short_rows(dtype, size, step):
+    """Copies whose rows are short (x.unfold(1, size, step).contiguous()): the
+    engine steps its pointers row by row along dim 1, and copies rows of 1 to
+    264 bytes as two overlapping moves or one call. [67, 1031] and its 3-d
+    view: over 32768 elements, so two threads split it, mid-row."""
+    x = values((67, 1031), dtype)
+    v = x.unfold(1, size, step)
+    check_contiguous(v, f"unfold(1, {size}, {step}): ")
+    w = values((3, 29, 1031), dtype).unfold(2, size, step)[:, 1:]
+    check_contiguous(w, f"3-d unfold(2, {size}, {step})[:, 1:]: ")
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float32, torch.float64], ids=lambda d: str(d)[6:])
+def test_short_rows_binary(dtype):
+    """a + b and a.add_(b) on views whose rows are short and whose outer dims
+    do not merge: the stepped rows of a binary op, split across threads."""
+    a, b = values((64, 203, 9), dtype), values((64, 203, 9), dtype) * 3
+    va, vb = a[:, 1:, :5], b[:, :-1, 2:7]
+    got = ct.check(lib.ct_add(ct.from_torch(va), ct.from_torch(vb)))
+    ct.assert_close(got, va + vb, what="short-row add: ")
+    ha = ct.from_torch(a)
+    view = ct.check(lib.ct_narrow(ct.check(lib.ct_narrow(ha, 1, 1, 202)), 2, 0, 5))
+    assert lib.ct_add_(view, ct.from_torch(vb)) == 0, ct.last_error()
+    want = a.clone()
+    want[:, 1:, :5] += vb
+    ct.assert_close(ha, want, what="short-row add_: ")
