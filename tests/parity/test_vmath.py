@@ -336,3 +336,35 @@ def test_softmax_strided_rows(dtype, log):
     for what, v in views.items():
         want = fn(v.double(), -1) if dtype == torch.float64 else fn(v.float(), -1).to(dtype)
         check(ct_fn(ct.from_torch(v), -1), want, f"{fn.__name__} {what}", ulps=ulps, atol=atol if log else 0.0)
+
+
+ct.declare("ct_pow", T, [T, T])
+ct.declare("ct_pow_scalar", T, [T, c_double])
+POW_EXPONENTS = [0.0, -0.0, 1.0, -1.0, 2.0, 3.0, -3.0, 2.5, -2.5, 0.5, -0.5, 1.5, 7.0, 1e-3, 100.0, -100.0,
+                 16777216.0, 16777217.0, 16777215.0, -16777215.0, 1e10, math.inf, -math.inf, math.nan]
+
+
+@pytest.mark.parametrize("form", ["tensor", "scalar"])
+def test_pow_f32(form):
+    """float32 pow (vmath.h's vm_powf_n: exp(y log |x|) in double) against pow in
+    float64 rounded once: within 1 ulp, IEEE's cases exact (x^0 = 1 and 1^y = 1
+    even for NaN, (-1)^+-inf = 1, an odd integer y keeps x's sign, a non-integer y
+    of a negative x is NaN but for -0 and -inf, overflow to inf, underflow into
+    the subnormals); sizes that leave a partial block of 16, a strided base"""
+    g = torch.Generator().manual_seed(23)
+    x = torch.cat([edges_of(torch.float32), torch.tensor([-1.0, -2.0, -0.5, 3.0, -3.0, 1e-20, 1e20]),
+                   torch.rand(2001, generator=g) * 8 - 4, torch.rand(1000, generator=g) * 100])
+    if form == "scalar":
+        for y in POW_EXPONENTS:  # the exponent in x's dtype, as torch takes it (2^24 + 1 is even)
+            want = torch.pow(x.double(), torch.tensor(y, dtype=torch.float32).item()).float()
+            check(L.ct_pow_scalar(ct.from_torch(x), y), want, f"pow(x, {y})")
+        return
+    ys = torch.tensor(POW_EXPONENTS, dtype=torch.float32)
+    xx, yy = x.repeat_interleave(len(POW_EXPONENTS)), ys.repeat(x.numel())
+    k = 200_003
+    xx = torch.cat([xx, torch.rand(k, generator=g) * 40 - 20])
+    yy = torch.cat([yy, torch.rand(k, generator=g) * 30 - 15])
+    want = torch.pow(xx.double(), yy.double()).float()
+    check(L.ct_pow(ct.from_torch(xx), ct.from_torch(yy)), want, "pow(x, y)")
+    base = torch.stack([xx, yy], 1)  # x and y as ::2 views
+    check(L.ct_pow(ct.from_torch(base[:, 0]), ct.from_torch(base[:, 1])), want, "pow of strided x, y")

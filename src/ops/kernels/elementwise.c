@@ -196,6 +196,10 @@ enum { K_FLOAT, K_ALL, K_ROUND, K_TEST, K_ARITH, K_DIV, K_FLOAT2, K_CMP, K_LOGIC
         fn((TT *)p[0], (const TT *)p[1], n);                                     \
     }
 HAND_KERNELS(HAND_KERNEL)
+static void h_pow_f32(int64_t n, char **p, const double *s) {
+    (void)s;
+    vm_powf_n((float *)p[0], (const float *)p[1], (const float *)p[2], n);
+}
 
 /* ---- float16 and bfloat16: fused kernels ----
  * 16-bit floats compute in float32 (torch's opmath). Through the float32
@@ -437,6 +441,7 @@ static const KernelTable kernels[OP_COUNT] = {
 #undef OP
 #define HAND_ENTRY(name, TT, dt, fn) [OP_##name][dt] = h_##name##_##TT,
     HAND_KERNELS(HAND_ENTRY)
+    [OP_pow][CT_FLOAT32] = h_pow_f32,
 #define ENTRIES16(name) [OP_##name][CT_FLOAT16] = k16_##name##_f16, [OP_##name][CT_BFLOAT16] = k16_##name##_bf16,
 #define HAND16_ENTRY(name, TT, dt, fn) HAND16_ENTRY_##TT(name)
 #define HAND16_ENTRY_f32 ENTRIES16
