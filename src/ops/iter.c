@@ -635,8 +635,11 @@ static void run_range(const Plan *pl, int64_t begin, int64_t end, ew_kernel kern
          * the kernel called straight, without run_row's tests (rows of 8
          * floats, x.unfold(1, 8, 4).contiguous() of [1024, 1024], 1 thread:
          * 4.44 -> 0.76 ms) */
-        int64_t m = all_direct && !idx[0] && pl->ndim > 1 && n == pl->shape[0] ? (end - begin) / n : 1;
-        if (m > pl->shape[1] - idx[1]) m = pl->shape[1] - idx[1];
+        int64_t m = 1;
+        if (all_direct && !idx[0] && pl->ndim > 1 && n == pl->shape[0]) {
+            m = (end - begin) / n;
+            if (m > pl->shape[1] - idx[1]) m = pl->shape[1] - idx[1];
+        }
         if (m > 1) {
             for (int64_t j = 0; j < m; j++) {
                 kernel(n, ptr, s);
