@@ -761,49 +761,75 @@ OMP(omp for schedule(static))
  * yp[m] += w xp[m + base] (kind 0), the input gradient xp[m + base] += w yp[m]
  * (1), the weight gradient's sum of yp[m] xp[m + base] (2, in 16 partial
  * sums). A plane's rows alone (28) were too short to run fast. */
+#define DW_PAD 64 /* elements past a padded plane's end: the forward's last block of outputs */
 #define DEPTHWISE(SUF, T)                                                                                 \
     static void dw_taps_##SUF(int kind, T *restrict xp, T *restrict yp, const T *w, T *acc, const ConvGeo *g) { \
         int64_t Wp = g->W + 2 * g->pw, n = g->Ho * Wp;                                                   \
+        if (kind == 1) { /* the input gradient gathered: xp[m] += w yp[m - base], tap by tap as the \
+                          * scatter of each tap did (yp's zeros before and after it) */        \
+            for (int64_t m = 0; m < (g->H + 2 * g->ph) * Wp; m += DW_PAD) {                              \
+                T sum[DW_PAD];                                                                           \
+                for (int k = 0; k < DW_PAD; k++) sum[k] = xp[m + k];                                     \
+                for (int64_t i = 0; i < g->kh; i++)                                                      \
+                    for (int64_t j = 0; j < g->kw; j++) {                                                \
+                        const T *y = yp + m - i * g->dh * Wp - j * g->dw, wt = w[i * g->kw + j];         \
+                        for (int k = 0; k < DW_PAD; k++) sum[k] += wt * y[k];                            \
+                    }                                                                                    \
+                for (int k = 0; k < DW_PAD; k++) xp[m + k] = sum[k];                                     \
+            }                                                                                            \
+            return;                                                                                      \
+        }                                                                                                \
+        if (kind == 0) { /* DW_PAD outputs at a time (four vectors: four chains of adds), every tap \
+                          * in registers, the planes' DW_PAD tails past their ends */          \
+            for (int64_t m = 0; m < n; m += DW_PAD) {                                                    \
+                T sum[DW_PAD] = {0};                                                                     \
+                for (int64_t i = 0; i < g->kh; i++)                                                      \
+                    for (int64_t j = 0; j < g->kw; j++) {                                                \
+                        const T *x = xp + m + i * g->dh * Wp + j * g->dw, wt = w[i * g->kw + j];         \
+                        for (int k = 0; k < DW_PAD; k++) sum[k] += wt * x[k];                            \
+                    }                                                                                    \
+                for (int k = 0; k < DW_PAD; k++) yp[m + k] = sum[k];                                     \
+            }                                                                                            \
+            return;                                                                                      \
+        }                                                                                                \
         for (int64_t i = 0; i < g->kh; i++)                                                              \
             for (int64_t j = 0; j < g->kw; j++) {                                                        \
                 const int64_t base = i * g->dh * Wp + j * g->dw;                                         \
-                T wt = kind == 2 ? 0 : w[i * g->kw + j], p[16] = {0}, s = 0;                              \
-                if (kind == 0)                                                                           \
-                    for (int64_t m = 0; m < n; m++) yp[m] += wt * xp[m + base];                          \
-                else if (kind == 1)                                                                      \
-                    for (int64_t m = 0; m < n; m++) xp[m + base] += wt * yp[m];                          \
-                else {                                                                                   \
-                    int64_t m = 0;                                                                       \
-                    for (; m + 16 <= n; m += 16)                                                         \
-                        for (int k = 0; k < 16; k++) p[k] += yp[m + k] * xp[m + k + base];               \
-                    for (; m < n; m++) s += yp[m] * xp[m + base];                                        \
-                    for (int k = 0; k < 16; k++) s += p[k];                                              \
-                    acc[i * g->kw + j] += s;                                                             \
-                }                                                                                        \
+                T p[64] = {0}, s = 0; /* 64 partial sums: four chains of vector adds */                 \
+                int64_t m = 0;                                                                           \
+                for (; m + 64 <= n; m += 64)                                                             \
+                    for (int k = 0; k < 64; k++) p[k] += yp[m + k] * xp[m + k + base];                   \
+                for (; m < n; m++) s += yp[m] * xp[m + base];                                            \
+                for (int k = 0; k < 16; k++) s += (p[k] + p[k + 16]) + (p[k + 32] + p[k + 48]);          \
+                acc[i * g->kw + j] += s;                                                                 \
             }                                                                                            \
     }
 DEPTHWISE(f32, float)
 DEPTHWISE(f64, double)
 
-/* rows x cols at x into (out: out of) the rows of Wp at p, from row r0 and
- * column c0 on */
-static void dw_pad(bool out, char *p, const char *x, int64_t rows, int64_t cols, int64_t Wp, int64_t r0,
-                   int64_t c0, int64_t es) {
-    for (int64_t r = 0; r < rows; r++) {
-        char *a = p + ((r + r0) * Wp + c0) * es;
-        char *b = (char *)x + r * cols * es;
-        if (out) memcpy(b, a, (size_t)(cols * es));
-        else memcpy(a, b, (size_t)(cols * es));
+/* rows x cols between dense rows at x and the rows of Wp at p, from row r0
+ * and column c0 on: into p (mode 0), out of p (1), out of p plus c (2: the
+ * forward's bias, or 0 as the sum it once was); typed loops, not a call a
+ * row (rows of 28 elements) */
+#define DW_ROWS(T)                                                                                        \
+    static void dw_rows_##T(int mode, T *p, T *x, int64_t rows, int64_t cols, int64_t Wp, int64_t r0,     \
+                            int64_t c0, T c) {                                                            \
+        for (int64_t r = 0; r < rows; r++) {                                                             \
+            T *restrict a = p + (r + r0) * Wp + c0, *restrict b = x + r * cols;                          \
+            if (mode == 0)                                                                               \
+                for (int64_t j = 0; j < cols; j++) a[j] = b[j];                                          \
+            else if (mode == 1)                                                                          \
+                for (int64_t j = 0; j < cols; j++) b[j] = a[j];                                          \
+            else                                                                                         \
+                for (int64_t j = 0; j < cols; j++) b[j] = c + a[j];                                      \
+        }                                                                                                \
     }
-}
-
-/* y [rows, cols] += the first cols of each row of p (rows of Wp) */
-static void add_rows(ct_dtype cd, char *y, const char *p, int64_t rows, int64_t cols, int64_t Wp) {
-    for (int64_t r = 0; r < rows; r++)
-        if (cd == CT_FLOAT32)
-            for (int64_t c = 0; c < cols; c++) ((float *)y)[r * cols + c] += ((const float *)p)[r * Wp + c];
-        else
-            for (int64_t c = 0; c < cols; c++) ((double *)y)[r * cols + c] += ((const double *)p)[r * Wp + c];
+DW_ROWS(float)
+DW_ROWS(double)
+static void dw_pad(ct_dtype cd, int mode, char *p, const char *x, int64_t rows, int64_t cols, int64_t Wp,
+                   int64_t r0, int64_t c0, const char *c) {
+    if (cd == CT_FLOAT32) dw_rows_float(mode, (float *)p, (float *)x, rows, cols, Wp, r0, c0, c ? *(const float *)c : 0);
+    else dw_rows_double(mode, (double *)p, (double *)x, rows, cols, Wp, r0, c0, c ? *(const double *)c : 0);
 }
 
 /* no inf or NaN among the n values at p */
@@ -833,14 +859,18 @@ static int conv_depthwise(ct_dtype cd, int kind, const char *a, const char *b, c
                           const ConvGeo *g) {
     int64_t es = (int64_t)c10_elsize[cd], HW = g->H * g->W, OHW = g->Ho * g->Wo, KK = g->kh * g->kw;
     int64_t Og = g->O / g->groups, wn = g->O * KK, Wp = g->W + 2 * g->pw;
-    int64_t xpn = (g->H + 2 * g->ph) * Wp + g->kw * g->dw, ypn = g->Ho * Wp;
+    /* xp: the padded plane, its taps' reach and a DW_PAD tail; yp: the
+     * output plane in rows of Wp, after F zeros (the input gradient's reach
+     * back) and before the tails of xp's length */
+    int64_t xpn = (g->H + 2 * g->ph) * Wp + g->kw * g->dw + DW_PAD, F = (g->kh - 1) * g->dh * Wp + (g->kw - 1) * g->dw;
+    int64_t ypn = F + xpn;
     int nt = worth_threads(g) ? nthreads() : 1, fail = 0;
     char *part = kind == 2 ? calloc((size_t)nt, (size_t)wn * (size_t)es) : NULL;
     if (kind == 2 && !part) return c10_error_int("out of memory");
     if (kind == 1) memset(y, 0, (size_t)(g->N * g->C * HW * es));
 OMP(omp parallel num_threads(nt) if (nt > 1) reduction(| : fail))
     {
-        char *xp = calloc((size_t)(xpn + ypn), (size_t)es), *yp = xp ? xp + xpn * es : NULL;
+        char *xp = calloc((size_t)(xpn + ypn), (size_t)es), *yp = xp ? xp + (xpn + F) * es : NULL;
         char *acc = part ? part + thread_id() * wn * es : NULL;
         if (!xp) fail = 1;
         else {
@@ -850,20 +880,15 @@ OMP(omp for schedule(static))
                     int64_t o = q % g->groups * Og + k, n = q / g->groups;
                     char *xq = (char *)(kind == 1 ? y : a) + q * HW * es;
                     char *yo = (char *)(kind == 0 ? y : kind == 1 ? a : b) + (n * g->O + o) * OHW * es;
-                    if (kind != 1 && !k) dw_pad(false, xp, xq, g->H, g->W, Wp, g->ph, g->pw, es);
+                    if (kind != 1 && !k) dw_pad(cd, 0, xp, xq, g->H, g->W, Wp, g->ph, g->pw, NULL);
                     if (kind == 1 && !k) memset(xp, 0, (size_t)(xpn * es));
-                    if (kind == 0) {
-                        memset(yp, 0, (size_t)(ypn * es));
-                        if (bias) fill_rows(cd, yo, bias + o * es, 1, OHW);
-                        else memset(yo, 0, (size_t)(OHW * es));
-                    } else
-                        dw_pad(false, yp, yo, g->Ho, g->Wo, Wp, 0, 0, es);
+                    if (kind != 0) dw_pad(cd, 0, yp, yo, g->Ho, g->Wo, Wp, 0, 0, NULL);
                     const char *w = kind == 2 ? NULL : b + o * KK * es;
                     char *ac = acc ? acc + o * KK * es : NULL;
                     if (cd == CT_FLOAT32) dw_taps_f32(kind, (float *)xp, (float *)yp, (const float *)w, (float *)ac, g);
                     else dw_taps_f64(kind, (double *)xp, (double *)yp, (const double *)w, (double *)ac, g);
-                    if (kind == 0) add_rows(cd, yo, yp, g->Ho, g->Wo, Wp);
-                    if (kind == 1 && k == Og - 1) dw_pad(true, xp, xq, g->H, g->W, Wp, g->ph, g->pw, es);
+                    if (kind == 0) dw_pad(cd, 2, yp, yo, g->Ho, g->Wo, Wp, 0, 0, bias ? bias + o * es : NULL);
+                    if (kind == 1 && k == Og - 1) dw_pad(cd, 1, xp, xq, g->H, g->W, Wp, g->ph, g->pw, NULL);
                 }
         }
         free(xp);
