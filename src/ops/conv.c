@@ -762,8 +762,8 @@ OMP(omp for schedule(static))
  * (1), the weight gradient's sum of yp[m] xp[m + base] (2, in 16 partial
  * sums). A plane's rows alone (28) were too short to run fast. */
 #define DW_PAD 64 /* elements past a padded plane's end: the forward's last block of outputs */
-#define DEPTHWISE(SUF, T)                                                                                 \
-    static void dw_taps_##SUF(int kind, T *restrict xp, T *restrict yp, const T *w, T *acc, const ConvGeo *g) { \
+#define DEPTHWISE(SUF, T, ATTR)                                                                           \
+    ATTR static void dw_taps_##SUF(int kind, T *restrict xp, T *restrict yp, const T *w, T *acc, const ConvGeo *g) { \
         int64_t Wp = g->W + 2 * g->pw, n = g->Ho * Wp;                                                   \
         if (kind == 1) { /* the input gradient gathered: xp[m] += w yp[m - base], tap by tap as the \
                           * scatter of each tap did (yp's zeros before and after it) */        \
@@ -804,8 +804,8 @@ OMP(omp for schedule(static))
                 acc[i * g->kw + j] += s;                                                                 \
             }                                                                                            \
     }
-DEPTHWISE(f32, float)
-DEPTHWISE(f64, double)
+DEPTHWISE(f32, float, )
+DEPTHWISE(f64, double, COLD_CODE) /* float64: for gradcheck more than for speed */
 
 /* rows x cols between dense rows at x and the rows of Wp at p, from row r0
  * and column c0 on: into p (mode 0), out of p (1), out of p plus c (2: the

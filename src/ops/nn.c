@@ -624,8 +624,8 @@ fail:
  * The weight multiplies the stored loss in a second pass: one vectorised copy
  * of each formula (two came to 107 KB of the library), the weighted loss
  * rounded twice (within an ulp of the one rounding). */
-#define LOSS_KERNEL(name, TT, S, expr)                                                                     \
-    static void k_##name##_##S(int64_t n, char **p, const double *s) {                                   \
+#define LOSS_KERNEL(name, TT, S, ATTR, expr)                                                               \
+    ATTR static void k_##name##_##S(int64_t n, char **p, const double *s) {                                   \
         typedef TT T;                                                                                     \
         T *restrict o = (T *)p[0];                                                                        \
         const T *restrict xp = (const T *)p[1], *restrict yp = (const T *)p[2];                           \
@@ -640,7 +640,8 @@ fail:
         }                                                                                                 \
         for (int64_t i = 0; wp && i < n; i++) o[i] *= wp[i];                                              \
     }
-#define LOSS_KERNELS(name, expr) LOSS_KERNEL(name, float, f32, expr) LOSS_KERNEL(name, double, f64, expr)
+/* float64: small, not vectorised (-Os), for gradcheck more than for speed */
+#define LOSS_KERNELS(name, expr) LOSS_KERNEL(name, float, f32, , expr) LOSS_KERNEL(name, double, f64, COLD_CODE, expr)
 
 static atomic_int bce_range_fault;
 static inline void bce_fault(void) { atomic_store_explicit(&bce_range_fault, 1, memory_order_relaxed); }
