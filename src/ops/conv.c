@@ -765,30 +765,22 @@ OMP(omp for schedule(static))
 #define DEPTHWISE(SUF, T, ATTR)                                                                           \
     ATTR static void dw_taps_##SUF(int kind, T *restrict xp, T *restrict yp, const T *w, T *acc, const ConvGeo *g) { \
         int64_t Wp = g->W + 2 * g->pw, n = g->Ho * Wp;                                                   \
-        if (kind == 1) { /* the input gradient gathered: xp[m] += w yp[m - base], tap by tap as the \
-                          * scatter of each tap did (yp's zeros before and after it) */        \
-            for (int64_t m = 0; m < (g->H + 2 * g->ph) * Wp; m += DW_PAD) {                              \
+        if (kind != 2) { /* DW_PAD values at a time (four vectors: four chains of adds), every tap in \
+                          * registers: the forward yp[m] = sum w xp[m + base], the input gradient \
+                          * xp[m] += sum w yp[m - base] (gathered from yp between zeros, tap by tap \
+                          * as the scatter of each tap did); the DW_PAD tails past the planes */ \
+            T *d = kind ? xp : yp;                                                                       \
+            const T *src = kind ? yp : xp;                                                               \
+            int64_t cnt = kind ? (g->H + 2 * g->ph) * Wp : n, sg = kind ? -1 : 1;                        \
+            for (int64_t m = 0; m < cnt; m += DW_PAD) {                                                  \
                 T sum[DW_PAD];                                                                           \
-                for (int k = 0; k < DW_PAD; k++) sum[k] = xp[m + k];                                     \
+                for (int k = 0; k < DW_PAD; k++) sum[k] = kind ? d[m + k] : 0;                           \
                 for (int64_t i = 0; i < g->kh; i++)                                                      \
                     for (int64_t j = 0; j < g->kw; j++) {                                                \
-                        const T *y = yp + m - i * g->dh * Wp - j * g->dw, wt = w[i * g->kw + j];         \
-                        for (int k = 0; k < DW_PAD; k++) sum[k] += wt * y[k];                            \
-                    }                                                                                    \
-                for (int k = 0; k < DW_PAD; k++) xp[m + k] = sum[k];                                     \
-            }                                                                                            \
-            return;                                                                                      \
-        }                                                                                                \
-        if (kind == 0) { /* DW_PAD outputs at a time (four vectors: four chains of adds), every tap \
-                          * in registers, the planes' DW_PAD tails past their ends */          \
-            for (int64_t m = 0; m < n; m += DW_PAD) {                                                    \
-                T sum[DW_PAD] = {0};                                                                     \
-                for (int64_t i = 0; i < g->kh; i++)                                                      \
-                    for (int64_t j = 0; j < g->kw; j++) {                                                \
-                        const T *x = xp + m + i * g->dh * Wp + j * g->dw, wt = w[i * g->kw + j];         \
+                        const T *x = src + m + sg * (i * g->dh * Wp + j * g->dw), wt = w[i * g->kw + j]; \
                         for (int k = 0; k < DW_PAD; k++) sum[k] += wt * x[k];                            \
                     }                                                                                    \
-                for (int k = 0; k < DW_PAD; k++) yp[m + k] = sum[k];                                     \
+                for (int k = 0; k < DW_PAD; k++) d[m + k] = sum[k];                                      \
             }                                                                                            \
             return;                                                                                      \
         }                                                                                                \
