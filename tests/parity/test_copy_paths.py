@@ -12,6 +12,7 @@ import ctorch_ffi as ct  # noqa: E402
 from ctorch_ffi import i64, lib, requires  # noqa: E402
 
 pytestmark = requires("ct_as_strided", "ct_contiguous", "ct_copy_", "ct_empty", "ct_narrow")
+ct.declare_elementwise([], ["add"])  # ct_add, ct_add_ (test_short_rows_binary)
 
 DTYPES = [torch.bool, torch.uint8, torch.int16, torch.float16, torch.bfloat16, torch.int32,
           torch.float32, torch.int64, torch.float64]
