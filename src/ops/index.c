@@ -433,7 +433,13 @@ static void gs_walk_init(GSWalk *w, const TensorImpl *index, const TensorImpl *t
 }
 
 static int gs_validate(const char *op, const GSWalk *w, const int64_t *ip, int64_t n) {
-    for (int64_t k = 0; k < n; k++)
+    /* one vectorised pass without a branch (over the threads), then the first
+     * bad index found for the message (a loop that returned on it: 17% of a
+     * [1024, 1024] scatter_add's time) */
+    uint64_t lim = (uint64_t)w->dimsize, bad = 0;
+OMP(omp parallel for reduction(| : bad) if (n > 8 * GRAIN))
+    for (int64_t k = 0; k < n; k++) bad |= (uint64_t)ip[k] >= lim;
+    for (int64_t k = 0; bad && k < n; k++)
         if (ip[k] < 0 || ip[k] >= w->dimsize)
             return c10_error_int("%s: index %lld is out of bounds for dimension %d with size %lld", op,
                                  (long long)ip[k], w->dim, (long long)w->dimsize);

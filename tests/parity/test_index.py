@@ -358,6 +358,14 @@ def test_gather_scatter_errors():
         idx = torch.randint(0, big.shape[dim], (64, 300))
         idx[40, 123] = bad
         expect_error(lib.ct_gather(h(big), dim, h(idx)), lambda: torch.gather(big, dim, idx), f"gather {dim} {bad}")
+    # scatters check theirs first, over the threads past 262,144 indices: one bad among 300,000
+    big = rand((600, 500))
+    for bad in (500, -1):
+        idx = torch.randint(0, 500, (600, 500))
+        idx[400, 123] = bad
+        expect_error(lib.ct_scatter_add(h(big), 1, h(idx), h(big)), lambda: big.scatter_add(1, idx, big),
+                     f"scatter_add {bad}")
+        expect_error(lib.ct_scatter(h(big), 1, h(idx), h(big)), lambda: big.scatter(1, idx, big), f"scatter {bad}")
 
 
 def test_gather_scatter_grad():
