@@ -1599,6 +1599,21 @@ static int sort_slices(const TensorImpl *self, int dim, bool desc, int64_t k, Te
     TensorImpl *c = at_contiguous(self);
     if (!c) return -1;
     size_t es = c10_elsize[self->dtype];
+    /* slices inner apart whose keys are their elements: moved to the last dim
+     * first by the cache-blocked transposed copy, then read in place (read
+     * where they were, an element a line, topk(10, 0) of [1024, 1024] float32
+     * took 4.2-4.6 ms, now 2.1-2.2); ls: the elements' step along a slice */
+    int64_t ls = inner;
+    bool keyed = self->dtype == CT_INT32 || self->dtype == CT_INT64 || self->dtype == CT_FLOAT32 ||
+                 self->dtype == CT_FLOAT64;
+    if (keyed && inner > 1 && n > 1) {
+        int64_t sz[3] = {outer, inner, n}, st[3] = {n * inner, 1, inner};
+        TensorImpl *v = c10_as_strided(c, sz, st, 3, c->offset), *t = v ? at_contiguous(v) : NULL;
+        c10_release(v);
+        c10_release(c);
+        if (!(c = t)) return -1;
+        ls = 1;
+    }
     const char *s = c10_data(c);
     char *vd = c10_data(values);
     int64_t *id = (int64_t *)c10_data(indices);
@@ -1618,15 +1633,15 @@ OMP(omp for)
         for (int64_t sl = 0; sl < slices; sl++) {
             if (!buf || !idx || !tmp) continue;
             int64_t o = sl / inner, i = sl % inner;
-            const char *base = s + (size_t)(o * n * inner + i) * es;
-            sort_slice(dt, base, n, inner, desc, k, buf, tmp, idx);
+            const char *base = s + (size_t)(ls == 1 ? sl * n : o * n * inner + i) * es;
+            sort_slice(dt, base, n, ls, desc, k, buf, tmp, idx);
             char *vb = vd + (size_t)(o * k * inner + i) * es;
             int64_t *ib = id + o * k * inner + i;
             ELSIZE_SWITCH(es, {
                 const E *sb = (const E *)base;
                 E *vv = (E *)vb;
                 for (int64_t j = 0; j < k; j++) {
-                    vv[j * inner] = sb[idx[j] * inner];
+                    vv[j * inner] = sb[idx[j] * ls];
                     ib[j * inner] = idx[j];
                 }
             })

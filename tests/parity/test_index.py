@@ -749,6 +749,25 @@ def test_sort_topk(dtype, layout):
                 close(lib.ct_gather(h(x), dim, i), tv)
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float32, torch.float64], ids=lambda d: str(d)[6:])
+def test_sort_topk_middle_dim(dtype):
+    """sort and topk along a middle dim of a 3-d tensor (outer 3, inner 7; and
+    along dim 0 of [300, 500], over the threads): the slices moved to the last
+    dim by a transposed copy first, the results written back with the inner
+    stride; stable sorts against torch's exactly, ties included"""
+    for x, dim in ((torch.randint(-20, 20, (3, 50, 7), generator=GEN).to(dtype), 1),
+                   (torch.randint(-1000, 1000, (300, 500), generator=GEN).to(dtype), 0)):
+        for desc in (False, True):
+            v, i = ct_sort(x, dim, desc, True)
+            tv, ti = torch.sort(x, dim=dim, descending=desc, stable=True)
+            close(v, tv)
+            close(i, ti)
+            v, i = ct_topk(x, 5, dim, desc, True)
+            tv, ti = torch.topk(x, 5, dim, largest=desc, sorted=True)
+            close(v, tv)
+            close(lib.ct_gather(h(x), dim, i), tv)
+
+
 def test_sort_nan_and_special():
     x = torch.tensor([3.0, float("nan"), -1.0, float("inf"), -float("inf"), 0.0, float("nan")])
     for desc in (False, True):
