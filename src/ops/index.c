@@ -1599,14 +1599,12 @@ static int sort_slices(const TensorImpl *self, int dim, bool desc, int64_t k, Te
     TensorImpl *c = at_contiguous(self);
     if (!c) return -1;
     size_t es = c10_elsize[self->dtype];
-    /* slices inner apart whose keys are their elements: moved to the last dim
-     * first by the cache-blocked transposed copy, then read in place (read
-     * where they were, an element a line, topk(10, 0) of [1024, 1024] float32
-     * took 4.2-4.6 ms, now 2.1-2.2); ls: the elements' step along a slice */
+    /* slices inner apart: moved to the last dim first by the cache-blocked
+     * transposed copy, then read in place (read where they were, an element a
+     * line, topk(10, 0) of [1024, 1024] float32 took 4.2-4.6 ms, now 2.1-2.2);
+     * ls: the elements' step along a slice */
     int64_t ls = inner;
-    bool keyed = self->dtype == CT_INT32 || self->dtype == CT_INT64 || self->dtype == CT_FLOAT32 ||
-                 self->dtype == CT_FLOAT64;
-    if (keyed && inner > 1 && n > 1) {
+    if (inner > 1 && n > 1) {
         int64_t sz[3] = {outer, inner, n}, st[3] = {n * inner, 1, inner};
         TensorImpl *v = c10_as_strided(c, sz, st, 3, c->offset), *t = v ? at_contiguous(v) : NULL;
         c10_release(v);
