@@ -1177,6 +1177,7 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
     return off;
 }
 
+#define MP_B 64 /* outputs of a row at a time */
 /* The max-pool kernel over planes of T: values and indices (ih * W + iw). */
 #define MAXPOOL(SUF, T, ATTR)                                                                             \
     ATTR static void maxpool_##SUF(const T *x, T *y, int64_t *idx, const PoolGeo *p) {                    \
@@ -1195,7 +1196,37 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
                 int64_t h0 = oh * p->sh - p->ph, h1 = h0 + (p->kh - 1) * p->dh + 1;                        \
                 if (h1 > p->H) h1 = p->H;                                                                  \
                 while (h0 < 0) h0 += p->dh;                                                                \
+                /* the outputs whose windows lie inside the row, MP_B at a time, each tap over \
+                 * all of them (branch-free: a branch a tap mispredicted, 12x 2x2's time at 3x3 \
+                 * stride 2); the others one by one below */                                     \
+                int64_t owa = (p->pw + p->sw - 1) / p->sw, e = p->W - 1 + p->pw - (p->kw - 1) * p->dw;     \
+                int64_t owb = e < 0 ? 0 : e / p->sw + 1;                                                   \
+                if (owb > p->Wo) owb = p->Wo;                                                              \
+                if (owa > owb) owa = owb;                                                                  \
+                for (int64_t c = owa; c < owb; c += MP_B) {                                                \
+                    int64_t nb = owb - c < MP_B ? owb - c : MP_B, w0 = c * p->sw - p->pw;                  \
+                    T mv[MP_B];                                                                            \
+                    int64_t bv[MP_B];                                                                      \
+                    for (int64_t q = 0; q < nb; q++) mv[q] = -(T)INFINITY, bv[q] = h0 * p->W + w0 + q * p->sw; \
+                    for (int64_t ih = h0; ih < h1; ih += p->dh)                                            \
+                        for (int64_t kj = 0; kj < p->kw; kj++) {                                           \
+                            const T *r = in + ih * p->W + w0 + kj * p->dw;                                 \
+                            int64_t pos = ih * p->W + w0 + kj * p->dw;                                     \
+                            for (int64_t q = 0; q < nb; q++) {                                             \
+                                T v = r[q * p->sw];                                                        \
+                                bool take = v > mv[q] || v != v;                                           \
+                                mv[q] = take ? v : mv[q];                                                  \
+                                bv[q] = take ? pos + q * p->sw : bv[q];                                    \
+                            }                                                                              \
+                        }                                                                                  \
+                    for (int64_t q = 0; q < nb; q++) {                                                     \
+                        if (o) o[oh * p->Wo + c + q] = mv[q];                                              \
+                        if (oi) oi[oh * p->Wo + c + q] = bv[q];                                            \
+                    }                                                                                      \
+                }                                                                                          \
                 for (int64_t ow = 0; ow < p->Wo; ow++) {                                                   \
+                    if (ow == owa) ow = owb;                                                               \
+                    if (ow >= p->Wo) break;                                                                \
                     int64_t w0 = ow * p->sw - p->pw, w1 = w0 + (p->kw - 1) * p->dw + 1;                    \
                     if (w1 > p->W) w1 = p->W;                                                              \
                     while (w0 < 0) w0 += p->dw;                                                            \

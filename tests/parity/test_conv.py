@@ -182,6 +182,22 @@ def test_max_pool2d_nan_ties():
         ct.assert_close(idx[0], widx)
 
 
+@pytest.mark.parametrize("dtype", [F32, D])
+def test_max_pool2d_wide_rows(dtype):
+    """rows wide enough that the windows inside them run as blocks of up to 64
+    outputs, tap by tap (conv.c's MP_B): ties (small integers), NaN and -inf
+    among them, values and indices against torch's (the first max, the last NaN)"""
+    x = torch.randint(-3, 4, (2, 3, 37, 150), generator=GEN).to(dtype)
+    x.view(-1)[torch.randint(0, x.numel(), (40,), generator=GEN)] = float("nan")
+    x.view(-1)[torch.randint(0, x.numel(), (40,), generator=GEN)] = -float("inf")
+    for k, s, p, d, c in [(3, 2, 1, 1, False), (3, 1, 1, 2, False), ((2, 3), (1, 2), (1, 1), 1, True), (5, 3, 2, 1, True)]:
+        want, widx = Fn.max_pool2d(x, k, s, p, d, c, return_indices=True)
+        idx = (ctypes.c_void_p * 1)()
+        got = ct.check(lib.ct_max_pool2d_with_indices(h(x), pair(k), pair(s), pair(p), pair(d), c, idx))
+        ct.assert_close(got, want, what=f"max_pool2d k{k} s{s} p{p} d{d}: ")
+        ct.assert_close(idx[0], widx, what=f"max_pool2d indices k{k} s{s} p{p} d{d}: ")
+
+
 @pytest.mark.parametrize("dtype", [F32, D, torch.bfloat16, torch.int64])
 @pytest.mark.parametrize("lay", ["contig", "sliced"])
 def test_avg_pool2d(dtype, lay):
