@@ -18,9 +18,13 @@ static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) {
 /* relu's gradient: g where r > 0 (or r is NaN), else 0 (even where g is NaN) */
 #define THRESHOLD_BWD(g, r) BIN(threshold_backward, g, r)
 
+/* whether a first-order gradient may take its fused kernel (no graph to record) */
+static bool fused_grad(const TensorImpl *x) {
+    return !ag_grad_enabled() && c10_is_float(x->dtype) && x->device != CT_META;
+}
 static TensorImpl *gelu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
     (void)c;
-    if (!ag_grad_enabled() && c10_is_float(x->dtype) && x->device != CT_META) return F(at_gelu_grad(g, x));
+    if (fused_grad(x)) return F(at_act_grad(OP_gelu, g, x, NULL));
     TensorImpl *cdf = MULS(ADDS(ERF(MULS(x, M_SQRT1_2)), 1), 0.5);
     TensorImpl *pdf = MULS(EXP(MULS(MUL(x, x), -0.5)), 0.5 * M_2_SQRTPI * M_SQRT1_2);
     return MUL(g, ADD(cdf, MUL(x, pdf)));
@@ -40,6 +44,7 @@ static TensorImpl *gelu_tanh_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
 
 static TensorImpl *silu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
     (void)c;
+    if (fused_grad(x)) return F(at_act_grad(OP_silu, g, x, NULL));
     TensorImpl *s = SIGMOID(x);
     return MUL(g, MUL(s, ADDS(MUL(x, RSUBS(s, 1)), 1)));
 }
@@ -48,6 +53,7 @@ static TensorImpl *silu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x) {
 /* softplus: g * sigmoid(beta x) below the threshold, g above it */
 static TensorImpl *softplus_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x, double beta, double th) {
     (void)c;
+    if (fused_grad(x)) return F(at_act_grad(OP_softplus, g, x, (const double[]){beta, th}));
     TensorImpl *bx = MULS(x, beta);
     TensorImpl *above = GTS(bx, th);
     TensorImpl *s = SIGMOID(bx);

@@ -107,8 +107,9 @@ typedef struct ElementwiseSpec {
 /* Broadcasts the inputs, allocates the output (when *out is NULL) or checks the
  * given one (in-place / out= forms: shape must be the broadcast shape, no
  * internal overlap), then runs kernel over all elements (skipped on meta). */
-/* gelu's gradient (erf form) g (cdf(x) + x pdf(x)) in one pass (no history) */
-CT_INTERNAL TensorImpl *at_gelu_grad(TensorImpl *g, TensorImpl *x);
+/* the gradient of gelu (erf form), silu or softplus (s: beta, threshold) at
+ * x, times g, in one pass (no history) */
+CT_INTERNAL TensorImpl *at_act_grad(int op, TensorImpl *g, TensorImpl *x, const double *s);
 CT_INTERNAL int ew_run(const ElementwiseSpec *spec, TensorImpl *const *inputs, TensorImpl **out,
                        ew_kernel kernel, const double *s);
 

@@ -1230,22 +1230,37 @@ def test_pow_scalar_grads():
             ct.assert_close(cgg, tgg, what=f"d2 pow(x, {e}): ", **tol)
 
 
-def test_gelu_grads():
-    """gelu's gradient: the fused first-order kernel (computed in float32 for
-    16-bit, rounded once, as torch's GeluBackward) and the composite one under
-    create_graph, with its second order."""
+ACTS = {  # name: (ctorch of a handle, torch of a tensor)
+    "gelu": (lambda h: L.ct_gelu(h, None), TF.gelu), "silu": (lambda h: L.ct_silu(h), TF.silu),
+    "softplus": (lambda h: L.ct_softplus(h, 1.0, 20.0), TF.softplus),
+    "softplus(2, 5)": (lambda h: L.ct_softplus(h, 2.0, 5.0), lambda t: TF.softplus(t, 2.0, 5.0)),
+}
+
+
+@pytest.mark.parametrize("act", list(ACTS))
+def test_activation_grads(act):
+    """gelu's, silu's and softplus's gradients: the fused first-order kernels
+    (computed in float32 for 16-bit, rounded once, as torch's backward kernels)
+    and the composite ones under create_graph; values across softplus's
+    threshold, zeros and infinities."""
+    cf, tf = ACTS[act]
     g = torch.Generator().manual_seed(12)
     for dt in (torch.float64, torch.float32, torch.bfloat16):  # (torch 1.13 has no float16 gelu on the CPU)
-        x = (torch.randn(40, 70, generator=g) * 3).to(dt).t()  # non-contiguous
-        x[0, :3] = torch.tensor([0.0, float("inf"), -float("inf")]).to(dt)
+        x = (torch.randn(40, 70, generator=g) * 6).to(dt).t()  # non-contiguous
+        x[0, :5] = torch.tensor([0.0, float("inf"), -float("inf"), 30.0, -90.0]).to(dt)
         v = torch.randn(70, 40, generator=g).to(dt)
         tx = x.clone().requires_grad_(True)
-        (want,) = torch.autograd.grad(TF.gelu(tx), tx, v)
+        (want,) = torch.autograd.grad(tf(tx), tx, v)
         tol = {torch.float64: 1e-12, torch.float32: 1e-5, torch.bfloat16: 2e-2}[dt]
         for cg in (False, True):
             hx = ct.leaf(x)
-            (got,) = ct.grads_of(ct.check(L.ct_gelu(hx, None)), [hx], v, create_graph=cg)
-            ct.assert_close(got, want, rtol=tol, atol=tol, what=f"gelu grad {dt} create_graph={cg}: ")
+            (got,) = ct.grads_of(ct.check(cf(hx)), [hx], v, create_graph=cg)
+            ct.assert_close(got, want, rtol=tol, atol=tol, what=f"{act} grad {dt} create_graph={cg}: ")
+
+
+def test_gelu_grads():
+    """gelu's second order (through the composite gradient)"""
+    g = torch.Generator().manual_seed(12)
     x = torch.randn(50, generator=g, dtype=torch.float64)
     tx = x.clone().requires_grad_(True)
     v, w = torch.randn(50, generator=g, dtype=torch.float64), torch.randn(50, generator=g, dtype=torch.float64)

@@ -122,8 +122,9 @@ static inline double elu_d(double x, double a) ELU_BODY(double, x, a)
             o[i] = (OT)(expr);                                                   \
         }                                                                        \
     }
-#define BK(name, TT, OT, expr)                                                   \
-    static void k_##name##_##TT(int64_t n, char **p, const double *s) {          \
+#define BK(name, TT, OT, expr) BKA(, name, TT, OT, expr)
+#define BKA(ATTR, name, TT, OT, expr) /* ATTR: the kernel's attributes */        \
+    ATTR static void k_##name##_##TT(int64_t n, char **p, const double *s) {     \
         typedef TT T;                                                            \
         OT *restrict o = (OT *)p[0];                                             \
         const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2];    \
@@ -416,12 +417,30 @@ UK(pow3, f64, f64, x * x * x)
 UK(powm2, f32, f32, 1 / (x * x))
 UK(powm2, f64, f64, 1 / (x * x))
 
-/* gelu's gradient (erf form) in one pass, g (cdf(x) + x pdf(x)), for the
- * first-order backward: the composite formula's eleven ops took 1.8x torch's
- * time forward and backward */
+/* Activations' gradients in one pass, for the first-order backward (the
+ * composite formulas' six to eleven ops took 1.6-1.8x torch's time forward
+ * and backward): gelu (erf form) g (cdf(x) + x pdf(x)); silu g s (1 + x (1 -
+ * s)), s = sigmoid(x); softplus (beta, threshold in s[]) g where beta x
+ * exceeds the threshold, else g z / (z + 1), z = exp(beta x), as torch's */
 #define GELU_GRAD_(x, g) ((g) * ((T)0.5 * (1 + erf((x) * (T)M_SQRT1_2)) + (x) * exp((T)-0.5 * (x) * (x)) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)))
-BK(gelu_grad, f32, f32, GELU_GRAD_(x, y))
-BK(gelu_grad, f64, f64, GELU_GRAD_(x, y))
+#define ACT_GRADS(T)                                                                     \
+    static inline T silu_grad_##T(T x, T g) {                                            \
+        T sg = 1 / (1 + exp(-x));                                                        \
+        return g * sg * (1 + x * (1 - sg));                                              \
+    }                                                                                    \
+    static inline T softplus_grad_##T(T x, T g, T beta, T th) {                          \
+        T z = exp(x * beta);                                                             \
+        return x * beta > th ? g : g * z / (z + 1);                                      \
+    }
+ACT_GRADS(float)
+ACT_GRADS(double)
+#define SILU_GRAD_(x, g) _Generic((x), float: silu_grad_float, default: silu_grad_double)(x, g)
+#define SOFTPLUS_GRAD_(x, g)                                                             \
+    _Generic((x), float: softplus_grad_float, default: softplus_grad_double)(x, g, (T)s[0], (T)s[1])
+#define ACT_GRAD_KERNELS(X) X(gelu, GELU_GRAD_) X(silu, SILU_GRAD_) X(softplus, SOFTPLUS_GRAD_)
+#define ACT_GRAD_K(name, F) /* float64 small (for gradcheck more than speed) */       \
+    BK(name##_grad, f32, f32, F(x, y)) BKA(COLD_CODE, name##_grad, f64, f64, F(x, y))
+ACT_GRAD_KERNELS(ACT_GRAD_K)
 
 /* The rows' stamped kernels, then the hand-written ones over them. */
 #if defined(__clang__)
@@ -710,10 +729,20 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
 
 /* g (cdf(x) + x pdf(x)) of gelu(x) (erf form), in x's dtype (16-bit computed
  * in float32), g broadcast to x */
-TensorImpl *at_gelu_grad(TensorImpl *g, TensorImpl *x) {
+TensorImpl *at_act_grad(int op, TensorImpl *g, TensorImpl *x, const double *s) {
+    static const struct {
+        int op;
+        const char *name;
+        ew_kernel k32, k64;
+    } rows[] = {
+#define ACT_GRAD_ROW(name, F) {OP_##name, #name "_backward", k_##name##_grad_f32, k_##name##_grad_f64},
+        ACT_GRAD_KERNELS(ACT_GRAD_ROW)
+    };
+    int r = 0;
+    while (rows[r].op != op) r++;
     ct_dtype cd = x->dtype == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32;
-    ElementwiseSpec spec = {"gelu_backward", 2, cd, cd, x->dtype};
+    ElementwiseSpec spec = {rows[r].name, 2, cd, cd, x->dtype};
     TensorImpl *in[2] = {x, g}, *o = NULL;
-    if (ew_run(&spec, in, &o, cd == CT_FLOAT64 ? k_gelu_grad_f64 : k_gelu_grad_f32, NULL) < 0) return NULL;
+    if (ew_run(&spec, in, &o, cd == CT_FLOAT64 ? rows[r].k64 : rows[r].k32, s) < 0) return NULL;
     return o;
 }
