@@ -296,5 +296,7 @@ CT_INTERNAL extern const char *(*c10_repr_suffix)(const TensorImpl *t, char *buf
 
 /* --------------------------------------------------------------- threads */
 CT_INTERNAL int c10_num_threads(void);
+/* the threads a new parallel region may use: 1 inside one (no nesting) */
+CT_INTERNAL int c10_free_threads(void);
 
 #endif /* CT_CORE_H */

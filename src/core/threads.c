@@ -12,6 +12,14 @@ int c10_num_threads(void) {
 #endif
 }
 
+int c10_free_threads(void) {
+#ifdef _OPENMP
+    return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
 int ct_get_num_threads(void) { return c10_num_threads(); }
 
 void ct_set_num_threads(int n) {

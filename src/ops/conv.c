@@ -32,13 +32,6 @@
 #endif
 
 
-static int nthreads(void) {
-#ifdef _OPENMP
-    return omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 static int thread_id(void) {
 #ifdef _OPENMP
     return omp_get_thread_num();
@@ -321,7 +314,7 @@ static TensorImpl *run_compute(TensorImpl *out, ct_dtype cd, const TensorImpl *c
 /* Whether the work (multiply-adds) is worth waking the other threads for. */
 static bool worth_threads(const ConvGeo *g) {
     double macs = (double)g->N * (double)g->O * (double)(g->Ho * g->Wo) * (double)(g->Cg * g->kh * g->kw);
-    return nthreads() > 1 && macs >= 262144.0;
+    return c10_free_threads() > 1 && macs >= 262144.0;
 }
 
 /* Which samples run in parallel: all of them over threads when there are several. */
@@ -716,7 +709,7 @@ static int conv_im2col(ct_dtype cd, int kind, const char *a, const char *b, cons
     int64_t es = (int64_t)c10_elsize[cd], HW = g->Ho * g->Wo, KK = g->Cg * g->kh * g->kw, Og = g->O / g->groups;
     int64_t wn = g->O * KK;
     bool pw = is_pointwise(g), par = batch_parallel(g);
-    int nt = par ? nthreads() : 1, fail = 0;
+    int nt = par ? c10_free_threads() : 1, fail = 0;
     char *part = kind == 2 ? calloc((size_t)nt, (size_t)(wn > 0 ? wn : 1) * (size_t)es) : NULL;
     if (kind == 2 && !part) return c10_error_int("out of memory");
     if (kind == 1) memset(y, 0, (size_t)(g->N * g->C * g->H * g->W * es));
@@ -856,7 +849,7 @@ static int conv_depthwise(ct_dtype cd, int kind, const char *a, const char *b, c
      * back) and before the tails of xp's length */
     int64_t xpn = (g->H + 2 * g->ph) * Wp + g->kw * g->dw + DW_PAD, F = (g->kh - 1) * g->dh * Wp + (g->kw - 1) * g->dw;
     int64_t ypn = F + xpn;
-    int nt = worth_threads(g) ? nthreads() : 1, fail = 0;
+    int nt = worth_threads(g) ? c10_free_threads() : 1, fail = 0;
     char *part = kind == 2 ? calloc((size_t)nt, (size_t)wn * (size_t)es) : NULL;
     if (kind == 2 && !part) return c10_error_int("out of memory");
     if (kind == 1) memset(y, 0, (size_t)(g->N * g->C * HW * es));

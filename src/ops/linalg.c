@@ -77,14 +77,6 @@ GEMM_LOOP(gemm_loop_i64, int64_t, uint64_t)
  * backward's expanded ones are packed twice a step: element by element
  * through memcpy into fresh malloc'd pages, [512,1024] linear forward +
  * backward took 1.2x torch's time) */
-/* the threads a gemm or a batch of them may use: 1 inside a parallel region */
-static int la_threads(void) {
-#ifdef _OPENMP
-    return omp_in_parallel() ? 1 : omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
 
 static size_t pack_bytes(int64_t rows, int64_t cols, size_t es) { return (size_t)(rows * cols > 0 ? rows * cols : 1) * es; }
 static void *pack(const char *p, int64_t rows, int64_t cols, int64_t rs, int64_t cs, size_t es) {
@@ -151,7 +143,7 @@ static int64_t block_start(int64_t n, int t, int nt, int64_t al) {
 static void blas_gemm(bool f32, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K,
                       double alpha, const char *A, int64_t lda, const char *B, int64_t ldb, double beta, char *C,
                       int64_t ldc) {
-    int nt = la_threads();
+    int nt = c10_free_threads();
     double macs = (double)M * (double)N * (double)K;
     if (nt > macs / SPLIT_MACS) nt = (int)(macs / SPLIT_MACS);
     bool rows = K <= M || N < 32;
@@ -261,7 +253,7 @@ static int run_batched(TensorImpl *A, TensorImpl *B, TensorImpl *C, double alpha
      * evenly among the threads (a gemm on 2 threads of its own: [64,128,128]
      * 4.8x slower, [4,512,512] 1.14x) */
     double flops = (double)M * N * K;
-    int nt = la_threads();
+    int nt = c10_free_threads();
     bool par = nb > 1 && flops * nb > PAR_FLOPS && (flops < 1.5e6 || (nb % nt == 0 && flops < 2.7e8));
     (void)par;
     int fail = 0;
