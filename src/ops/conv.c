@@ -750,10 +750,12 @@ OMP(omp for schedule(static))
  * gemm ran a gemm of one row per sample and group (7.5x torch's time on
  * [32,32,28,28] 3x3). Here the planes are zero-padded into rows of Wp = W + 2
  * pw (xp: Hp rows and a tail of kw dw zeros; yp: Ho rows, the columns from Wo
- * on zero or unused), so that each kernel tap is one pass of Ho Wp elements:
- * yp[m] += w xp[m + base] (kind 0), the input gradient xp[m + base] += w yp[m]
- * (1), the weight gradient's sum of yp[m] xp[m + base] (2, in 16 partial
- * sums). A plane's rows alone (28) were too short to run fast. */
+ * on zero or unused), so that a kernel tap is an offset base into a flat plane:
+ * the forward yp[m] = sum w xp[m + base] and the input gradient xp[m] += sum
+ * w yp[m - base] run DW_PAD values at a time, all taps in registers (one pass
+ * a tap, through L1, was a chain of dependent adds: 1.5x slower), the weight
+ * gradient sums yp[m] xp[m + base] per tap in 64 partial sums. A plane's
+ * rows alone (28) were too short to run fast. */
 #define DW_PAD 64 /* elements past a padded plane's end: the forward's last block of outputs */
 #define DEPTHWISE(SUF, T, ATTR)                                                                           \
     ATTR static void dw_taps_##SUF(int kind, T *restrict xp, T *restrict yp, const T *w, T *acc, const ConvGeo *g) { \
