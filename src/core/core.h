@@ -133,7 +133,19 @@ CT_INTERNAL void c10_convert(void *dst, ct_dtype d, const void *src, ct_dtype s,
 /* One element <-> double. */
 CT_INTERNAL double c10_load_double(const void *p, ct_dtype d);
 CT_INTERNAL void c10_store_double(void *p, ct_dtype d, double v);
-CT_INTERNAL float c10_h2f(uint16_t h);
+/* float16 -> float, exact (a NaN keeps its payload). Branch-free, so that loops of
+ * it vectorise: out of line, it cost a call an element (float16 sums of [4096,
+ * 4096] ran at 2% of the triad where there is no AVX-512). */
+static inline float c10_h2f(uint16_t h) {
+    uint32_t em = h & 0x7fffu, bits;
+    float sub = (float)(int32_t)em * 0x1p-24f; /* zero and subnormals: em < 0x400, exact */
+    memcpy(&bits, &sub, sizeof bits);
+    bits = em < 0x400u ? bits : em >= 0x7c00u ? (em << 13) | 0x7f800000u : (em << 13) + ((127u - 15u) << 23);
+    bits |= (uint32_t)(h & 0x8000u) << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
 CT_INTERNAL uint16_t c10_f2h(float f);
 CT_INTERNAL float c10_bf2f(uint16_t b);
 CT_INTERNAL uint16_t c10_f2bf(float f);

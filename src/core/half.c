@@ -23,26 +23,6 @@ static inline float u2f(uint32_t u) {
     return f;
 }
 
-CT_INTERNAL float c10_h2f(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    if (exp == 0x1f) /* inf or NaN: keep the payload */
-        return u2f(sign | 0x7f800000u | (mant << 13));
-    if (exp == 0) {
-        if (mant == 0) return u2f(sign);
-        /* subnormal: mant * 2^-24, exact in float */
-        int e = -1;
-        do {
-            mant <<= 1;
-            e++;
-        } while (!(mant & 0x400u));
-        mant &= 0x3ffu;
-        return u2f(sign | (uint32_t)(127 - 15 - e) << 23 | (mant << 13));
-    }
-    return u2f(sign | ((exp + (127 - 15)) << 23) | (mant << 13));
-}
-
 CT_INTERNAL uint16_t c10_f2h(float f) {
     uint32_t u = f2u(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
