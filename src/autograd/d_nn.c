@@ -129,14 +129,13 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
     case OP_l1_loss:
         d = UN(sign, SUB(x, y));
         break;
-    case OP_smooth_l1_loss: {
-        TensorImpl *diff = SUB(x, y), *sg = UN(sign, diff);
-        if (beta == 0) {
-            d = sg;
-            break;
-        }
-        TensorImpl *in = CMPS(lt, UN(abs, diff), beta);
-        d = ADD(MUL(DIVS(diff, beta), in), MUL(sg, UN(logical_not, in)));
+    case OP_smooth_l1_loss: { /* as the fused kernel: -1, 1, or diff / beta between; torch
+                                 takes the target's with x and y swapped, not negated */
+        TensorImpl *diff = which == 0 ? SUB(x, y) : SUB(y, x);
+        TensorImpl *one = F(ag_wrapped_scalar(1, diff ? diff->dtype : CT_FLOAT32)), *mone = NEG(one);
+        OpArgs hi = {.t = {CMPS(ge, diff, beta), one, DIVS(diff, beta)}, .nt = 3};
+        OpArgs lo = {.t = {CMPS(le, diff, -beta), mone, F(ag_call1(OP_where, &hi))}, .nt = 3};
+        d = lo.t[2] ? F(ag_call1(OP_where, &lo)) : NULL;
         break;
     }
     case OP_binary_cross_entropy:
@@ -168,7 +167,8 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
         }
         break;
     }
-    if (which == 1 && op != OP_binary_cross_entropy && op != OP_binary_cross_entropy_with_logits) d = NEG(d);
+    if (which == 1 && op != OP_binary_cross_entropy && op != OP_binary_cross_entropy_with_logits && op != OP_smooth_l1_loss)
+        d = NEG(d);
     if (w) d = MUL(d, w);
     int64_t reduction = c->args->i[0];
     TensorImpl *g = G;

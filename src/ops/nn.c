@@ -144,6 +144,9 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
         return c10_error_int("%s: expected scalar type Long but found %s", op, c10_dtype_cname(target->dtype));
     if (!c10_is_float(x->dtype))
         return c10_error_int("\"%s\" not implemented for '%s'", op, c10_dtype_cname(x->dtype));
+    if (!g->prob && weight && weight->dtype != x->dtype) /* with class indices, torch casts nothing */
+        return c10_error_int("%s: expected scalar type %s but found %s", op, c10_dtype_cname(x->dtype),
+                             c10_dtype_cname(weight->dtype));
     /* the unreduced loss's shape: x without its class dim */
     g->lndim = 0;
     for (int d = 0; d < x->ndim; d++)
@@ -658,7 +661,9 @@ LOSS_KERNELS(bcel, ((1 - y) * x + (1 + (pw - 1) * y) * SPLUS_NEG(x)))
 /* gradients wrt the input, times sc (which carries the output's gradient) */
 LOSS_KERNELS(mse_gx, (T)2 * (x - y) * sc)
 LOSS_KERNELS(l1_gx, ((x > y) - (x < y)) * sc)
-LOSS_KERNELS(sl1_gx, (fabs(x - y) < beta ? (x - y) / beta : (T)((x > y) - (x < y))) * sc)
+/* torch's order: -1 at or below -beta, 1 at or above beta, (x - y) / beta between
+ * (so beta 0 gives -1 where x == y, and NaN stays NaN) */
+LOSS_KERNELS(sl1_gx, (x - y <= -beta ? (T)-1 : x - y >= beta ? (T)1 : (x - y) / beta) * sc)
 LOSS_KERNELS(bce_gx, (x - y) / ((1 - x) * x > (T)1e-12 ? (1 - x) * x : (T)1e-12) * sc)
 LOSS_KERNELS(bcel_gx, ((pw * y + 1 - y) / (1 + exp(-x)) - pw * y) * sc)
 /* gradients wrt the target */
@@ -712,10 +717,33 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
                              torch_size(x));
     if (op == OP_smooth_l1_loss && a->s[0] < 0)
         return c10_error_int("smooth_l1_loss does not support negative values for beta.");
-    PromoteState st = {0};
-    for (int k = 0; k < a->nt; k++)
-        if (a->t[k]) promote_add_tensor(&st, a->t[k]);
-    ct_dtype d = promote_result(&st);
+    /* a weight or pos_weight may broadcast to the input's shape, not beyond it */
+    for (int k = 2; k < a->nt; k++) {
+        int64_t shape[CT_MAX_DIMS];
+        if (!a->t[k]) continue;
+        const TensorImpl *p = k == 3 ? a->t[k] : x, *q = k == 3 ? x : a->t[k]; /* torch's operand order */
+        int nd = c10_broadcast_shape(p->sizes, p->ndim, q->sizes, q->ndim, shape);
+        if (nd < 0) return -1;
+        if (nd != x->ndim || memcmp(shape, x->sizes, sizeof(int64_t) * (size_t)nd))
+            return c10_error_int("%s: output with shape %s doesn't match the broadcast shape %s", name,
+                                 c10_shape_str(x->sizes, x->ndim), c10_shape_str(shape, nd));
+    }
+    /* torch's dtypes: mse, l1 and smooth_l1 broadcast their operands first, so a
+     * 0-dim one promotes as any tensor; binary_cross_entropy wants the target's
+     * dtype to be the input's (the weight is cast), and the result of
+     * binary_cross_entropy_with_logits has the target's dtype (its ops run in
+     * place on 1 - target) */
+    ct_dtype d;
+    if (op == OP_binary_cross_entropy) {
+        if (y->dtype != x->dtype)
+            return c10_error_int("%s: Found dtype %s but expected %s", name, c10_dtype_cname(y->dtype),
+                                 c10_dtype_cname(x->dtype));
+        d = x->dtype;
+    } else if (op == OP_binary_cross_entropy_with_logits && c10_is_float(y->dtype)) {
+        d = y->dtype;
+    } else {
+        d = c10_promote(x->dtype, y->dtype);
+    }
     if (!c10_is_float(d)) return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(d));
     *cd = d;
     return 0;
@@ -809,8 +837,11 @@ TensorImpl *nn_pw_grad(int op, const OpArgs *a, const TensorImpl *gout, int whic
     if (hp) ops[n++] = a->t[3];
     double beta = a->s[0];
     const ew_kernel *k = which == 0 ? pi->gx : pi->gy;
-    if (op == OP_smooth_l1_loss && beta == 0) k = which == 0 ? pw_info(OP_l1_loss)->gx : pw_info(OP_l1_loss)->gy;
-    if (which == 1 && op != OP_binary_cross_entropy && op != OP_binary_cross_entropy_with_logits) scale = -scale;
+    if (op == OP_smooth_l1_loss && which == 1) { /* torch's: the input's formula, x and y swapped */
+        ops[0] = a->t[1], ops[1] = a->t[0];
+    } else if (which == 1 && op != OP_binary_cross_entropy && op != OP_binary_cross_entropy_with_logits) {
+        scale = -scale;
+    }
     TensorImpl *r = pw_run(pi->name, k, ops, n, hw, hp, scale, beta, rd);
     c10_release(wg);
     return r;
@@ -877,6 +908,10 @@ int nn_layer_norm_geom(const TensorImpl *x, const TensorImpl *w, const TensorImp
         if (wb[k] && !at_same_device("layer_norm", x, wb[k])) return -1;
     if (!c10_is_float(x->dtype))
         return c10_error_int("\"LayerNormKernelImpl\" not implemented for '%s'", c10_dtype_cname(x->dtype));
+    for (int k = 0; k < 2; k++)
+        if (wb[k] && wb[k]->dtype != x->dtype)
+            return c10_error_int("layer_norm: expected scalar type %s but found %s", c10_dtype_cname(x->dtype),
+                                 c10_dtype_cname(wb[k]->dtype));
     *M = 1;
     for (int k = 0; k < nn; k++) *M *= ns[k];
     *R = 1;
@@ -1125,6 +1160,16 @@ int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorIm
                                  (long long)ts[k]->numel);
         if (!at_same_device("batch_norm", x, ts[k])) return -1;
     }
+    /* torch's mixed types: float32 parameters of a bfloat16 input, or all alike */
+    bool mixed = false, all_float = true;
+    for (int k = 0; k < 4; k++) {
+        if (!ts[k]) continue;
+        mixed |= ts[k]->dtype != x->dtype;
+        all_float &= ts[k]->dtype == CT_FLOAT32;
+    }
+    if (mixed && !all_float) return c10_error_int("mixed dtype (CPU): expect parameter to have scalar type of Float");
+    if (mixed && x->dtype != CT_BFLOAT16)
+        return c10_error_int("mixed dtype (CPU): expect input to have scalar type of BFloat16");
     if (!c10_is_float(x->dtype))
         return c10_error_int("\"batch_norm\" not implemented for '%s'", c10_dtype_cname(x->dtype));
     return 0;
@@ -1192,7 +1237,7 @@ int fwd_batch_norm(int op, const OpArgs *a, TensorImpl **out) {
         if (cd == CT_FLOAT32) BN_CALL(float, f32);
         else BN_CALL(double, f64);
 #undef BN_CALL
-        if (training) {
+        if (training && N * inner > 0) { /* an empty batch leaves them, as torch */
             double n = (double)(N * inner);
             for (int64_t c = 0; c < C; c++) {
                 double m = c10_load_double(c10_data(mean) + c * (int64_t)c10_elsize[cd], cd);

@@ -6,6 +6,8 @@ meta shapes. Expected values come from torch."""
 import ctypes
 from ctypes import POINTER, c_bool, c_double, c_int, c_int64, c_void_p
 
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -388,6 +390,18 @@ def test_pointwise_losses(name, reduction):
                                  [xx, y, w, pw], [0, 1], what, second=second)
 
 
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+def test_smooth_l1_grad_at_ties(beta):
+    """torch's smooth_l1 gradient: -1 at or below -beta, 1 at or above beta (so with
+    beta 0, -1 where x == y), (x - y) / beta between, NaN where x - y is NaN"""
+    x = torch.tensor([0.5, -1.0, 2.0, 0.0, math.nan, beta, -beta, 0.25, 3.0], dtype=F64)
+    y = torch.tensor([0.0, 0.0, 3.0, 0.0, 0.0, 0.0, 0.0, 0.25, 3.0], dtype=F64)
+    for reduction in RED:
+        check_fn(lambda hx, hy: lib.ct_smooth_l1_loss(hx, hy, RED[reduction], beta),
+                 lambda tx, ty: Fn.smooth_l1_loss(tx, ty, reduction=reduction, beta=beta), [x, y], [0, 1],
+                 f"smooth_l1 ties beta={beta} {reduction}", second=False)
+
+
 def test_mse_broadcast_and_promotion():
     x = randn(3, 4)
     y = randn(4)
@@ -688,3 +702,120 @@ def test_nan_inf_and_empty():
             ct.assert_close(ho, tfn(e, e, None, None, reduction, 1.0), what=f"{name} empty {reduction}: ")
     ho = ct.check(lib.ct_layer_norm(ct.from_torch(e), ct.i64([5]), 1, None, None, 1e-5))
     ct.assert_close(ho, Fn.layer_norm(e, (5,)))
+
+
+# ------------------------------------------- dtypes and shapes of mixed arguments
+
+def _same_outcome(cfn, tfn, what, tol=1e-3):
+    """ctorch fails with torch's message where torch fails, else gives its dtype,
+    shape and values (to tol: 16-bit operands)"""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            want, err = tfn(), None
+        except (RuntimeError, ValueError) as e:
+            want, err = None, ct.torch_message(e)
+    ct.clear_error()
+    h = cfn()
+    if err is not None and "not implemented for" in err:
+        return  # a dtype torch's CPU kernels lack (ctorch's have it)
+    if err is not None:
+        ct.assert_error(h, err, what=what + ": ")
+        return
+    assert h, f"{what}: ctorch failed ({ct.last_error()}) where torch gives {want.dtype}"
+    if want.dtype == BF16:
+        tol = max(tol, 1.6e-2)  # an ulp of bfloat16
+    ct.assert_close(h, want.detach(), rtol=tol, atol=tol, what=what + ": ")
+
+
+DTS = [F32, F64, BF16]
+
+
+def test_loss_mixed_dtypes():
+    """torch's rules, loss by loss: mse / l1 / smooth_l1 broadcast first, so a 0-dim
+    operand promotes as any tensor; binary_cross_entropy wants the target's dtype to
+    be the input's (the weight is cast); binary_cross_entropy_with_logits gives the
+    target's dtype; nll_loss / cross_entropy with class indices and layer_norm want
+    the weight's dtype to be the input's; cross_entropy with class probabilities
+    promotes"""
+    ft = ct.from_torch
+    for xd in DTS:
+        for yd in DTS:
+            lt = 2e-2 if BF16 in (xd, yd) else 1e-6  # torch rounds bfloat16 intermediates
+            for xs, ys in [((3,), (3,)), ((), (3,)), ((3,), ()), ((), ())]:
+                x = torch.rand(xs, generator=GEN).to(xd) * 0.8 + 0.1
+                y = torch.rand(ys, generator=GEN).to(yd)
+                for name, (cfn, tfn) in PW.items():
+                    for red in RED:
+                        if name.startswith("bce") and xs != ys:
+                            continue
+                        _same_outcome(lambda: cfn(ft(x), ft(y), None, None, RED[red], 0.5),
+                                      lambda: tfn(x, y, None, None, red, 0.5), f"{name} {xd}{xs} {yd}{ys} {red}",
+                                      tol=lt)
+            x, y, w = torch.rand(2, 3, generator=GEN).to(xd), torch.rand(2, 3, generator=GEN).to(xd), torch.rand(3).to(yd)
+            for name in ("bce", "bce_logits"):
+                cfn, tfn = PW[name]
+                _same_outcome(lambda: cfn(ft(x), ft(y), ft(w), None, 0, 1.0), lambda: tfn(x, y, w, None, "none", 1.0),
+                              f"{name} weight {xd} {yd}", tol=lt)
+            logits, cls = torch.randn(4, 3, generator=GEN).to(xd), torch.tensor([0, 2, 1, 2])
+            probs = torch.softmax(torch.randn(4, 3, generator=GEN), 1).to(yd)
+            _same_outcome(lambda: lib.ct_nll_loss(ft(logits), ft(cls), ft(w), 1, -100),
+                          lambda: Fn.nll_loss(logits, cls, w), f"nll_loss weight {xd} {yd}", tol=lt)
+            _same_outcome(lambda: lib.ct_cross_entropy(ft(logits), ft(cls), ft(w), 1, -100, 0.0),
+                          lambda: Fn.cross_entropy(logits, cls, w), f"cross_entropy weight {xd} {yd}", tol=lt)
+            _same_outcome(lambda: lib.ct_cross_entropy(ft(logits), ft(probs), None, 1, -100, 0.1),
+                          lambda: Fn.cross_entropy(logits, probs, label_smoothing=0.1), f"cross_entropy probs {xd} {yd}", tol=lt)
+            _same_outcome(lambda: lib.ct_cross_entropy(ft(logits), ft(probs.to(xd)), ft(w), 2, -100, 0.0),
+                          lambda: Fn.cross_entropy(logits, probs.to(xd), w, reduction="sum"),
+                          f"cross_entropy probs weight {xd} {yd}", tol=lt)
+            _same_outcome(lambda: lib.ct_layer_norm(ft(logits), ct.i64([3]), 1, ft(w), None, 1e-5),
+                          lambda: Fn.layer_norm(logits, (3,), w), f"layer_norm weight {xd} {yd}", tol=lt)
+            _same_outcome(lambda: lib.ct_layer_norm(ft(logits), ct.i64([3]), 1, None, ft(w), 1e-5),
+                          lambda: Fn.layer_norm(logits, (3,), None, w), f"layer_norm bias {xd} {yd}", tol=lt)
+
+
+def test_cross_entropy_probs_promoted_grad():
+    """the gradient flows back through the promotion to the float32 logits"""
+    x = torch.randn(4, 3, generator=GEN, dtype=F32)
+    p = torch.softmax(torch.randn(4, 3, generator=GEN, dtype=F64), 1)
+    check_fn(lambda hx, hp: lib.ct_cross_entropy(hx, hp, None, 1, -100, 0.0),
+             lambda tx, tp: Fn.cross_entropy(tx, tp), [x, p], [0, 1], "ce probs f32 x f64", rtol=1e-6, second=False)
+
+
+def test_pointwise_weight_broadcast():
+    """a weight / pos_weight may broadcast to the input's shape, not beyond it"""
+    ft = ct.from_torch
+    x, y = torch.rand(2, 3, generator=GEN), torch.rand(2, 3, generator=GEN)
+    for ws in [(3,), (2, 1), (1, 3), (4, 2, 3), (3, 2, 3), (2,), (1, 1, 3)]:
+        w = torch.rand(ws, generator=GEN)
+        for red in RED:
+            for name in ("bce", "bce_logits"):
+                cfn, tfn = PW[name]
+                _same_outcome(lambda: cfn(ft(x), ft(y), ft(w), None, RED[red], 1.0),
+                              lambda: tfn(x, y, w, None, red, 1.0), f"{name} weight {ws} {red}", tol=1e-6)
+            cfn, tfn = PW["bce_logits"]
+            _same_outcome(lambda: cfn(ft(x), ft(y), None, ft(w), RED[red], 1.0),
+                          lambda: tfn(x, y, None, w, red, 1.0), f"bce_logits pos_weight {ws} {red}", tol=1e-6)
+
+
+def test_batch_norm_empty_batch_and_mixed_dtypes():
+    ft = ct.from_torch
+    rm, rv = torch.tensor([0.5]), torch.tensor([2.0])
+    hrm, hrv = ft(rm), ft(rv)
+    ho = ct.check(lib.ct_batch_norm(ft(torch.zeros(0, 1, 3, 4)), hrm, hrv, None, None, True, 0.1, 1e-5))
+    assert ct.shape(ho) == (0, 1, 3, 4)
+    ct.assert_close(hrm, rm, what="running_mean of an empty batch: ")
+    ct.assert_close(hrv, rv, what="running_var of an empty batch: ")
+    for xd in DTS:
+        for pd in DTS + [torch.int64]:
+            for training in (True, False):
+                x = torch.randn(4, 3, generator=GEN).to(xd)
+                m, v, w = torch.zeros(3, dtype=pd), torch.ones(3, dtype=pd), torch.ones(3, dtype=pd)
+                _same_outcome(lambda: lib.ct_batch_norm(ft(x), ft(m.clone()), ft(v.clone()), None, None, training, 0.1, 1e-5),
+                              lambda: Fn.batch_norm(x, m.clone(), v.clone(), None, None, training, 0.1, 1e-5),
+                              f"batch_norm stats {xd} {pd} training={training}", tol=2e-2)
+                if pd != torch.int64:
+                    _same_outcome(lambda: lib.ct_batch_norm(ft(x), None, None, ft(w), None, True, 0.1, 1e-5),
+                                  lambda: Fn.batch_norm(x, None, None, w, None, True, 0.1, 1e-5),
+                                  f"batch_norm weight {xd} {pd}", tol=2e-2)
