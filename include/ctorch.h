@@ -484,7 +484,7 @@ CT_API int ct_topk(const ct_tensor *t, int64_t k, int dim, bool largest, bool so
                    ct_tensor **indices);
 /* F.one_hot: int64 classes; num_classes -1 infers max + 1. */
 CT_API ct_tensor *ct_one_hot(const ct_tensor *t, int64_t num_classes);
-/* F.embedding(indices, weight) with at::embedding's padding_idx: -1 none, else a row whose gradient is zero. */
+/* F.embedding(indices, weight) with at::embedding's padding_idx: negative (-1) none, else a row whose gradient is zero. */
 CT_API ct_tensor *ct_embedding(const ct_tensor *weight, const ct_tensor *indices, int64_t padding_idx);
 /* torch.where(cond, a, b): cond must be bool; a and b broadcast and promote. */
 CT_API ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);

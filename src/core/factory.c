@@ -58,7 +58,8 @@ ct_tensor *ct_full_like(const ct_tensor *h, double value) {
 ct_tensor *ct_zeros_like(const ct_tensor *h) { return ct_full_like(h, 0); }
 ct_tensor *ct_ones_like(const ct_tensor *h) { return ct_full_like(h, 1); }
 
-/* Values are computed in double and then converted, as PyTorch's range kernels do. */
+/* Values are computed in double and then converted, as PyTorch's range kernels
+ * do (its 16-bit floats: in float, then per vector in 16 bits, an ulp apart). */
 static ct_tensor *fill_linear(int64_t n, double start, double step, ct_dtype dtype) {
     TensorImpl *t = c10_empty(&n, 1, dtype, CT_CPU);
     if (!t) return NULL;
@@ -69,14 +70,24 @@ static ct_tensor *fill_linear(int64_t n, double start, double step, ct_dtype dty
 
 ct_tensor *ct_arange(double start, double end, double step, ct_dtype dtype) {
     if (!c10_dtype_valid((int)dtype)) return c10_error("arange: invalid dtype %d", (int)dtype);
+    if (dtype == CT_BOOL) return c10_error("\"arange_cpu\" not implemented for 'Bool'");
     if (!isfinite(start) || !isfinite(end))
         return c10_error("arange: unsupported range: %g -> %g", start, end);
-    if (step == 0 || !isfinite(step)) return c10_error("arange: step must be nonzero");
-    if ((step > 0 && end < start) || (step < 0 && end > start))
+    if (!isfinite(step)) return c10_error("arange: step must be nonzero");
+    /* integer dtypes: torch takes start, end and step as int64 first (a step of
+     * 2.5 steps by 2, one of 0.7 is zero); the size from the doubles but for int64 */
+    double xs = start, xe = end, xst = step;
+    if (c10_is_integral(dtype, false)) {
+        if (fabs(start) >= 0x1p63 || fabs(end) >= 0x1p63 || fabs(step) >= 0x1p63)
+            return c10_error("arange: unsupported range: %g -> %g", start, end);
+        xs = trunc(start), xe = trunc(end), xst = trunc(step);
+    }
+    if (xst == 0) return c10_error("arange: step must be nonzero");
+    if ((xst > 0 && xe < xs) || (xst < 0 && xe > xs))
         return c10_error("arange: upper bound and larger bound inconsistent with step sign");
-    double n = ceil((end - start) / step);
+    double n = dtype == CT_INT64 ? ceil((xe - xs) / xst) : ceil((end - start) / step);
     if (n > 9e18) return c10_error("arange: invalid size, possible overflow?");
-    return fill_linear((int64_t)n, start, step, dtype);
+    return fill_linear(n > 0 ? (int64_t)n : 0, xs, xst, dtype);
 }
 
 ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) {
@@ -138,6 +149,17 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
     if (low >= high)
         return c10_error("random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
                          (long long)low, (long long)high);
+    /* from and to - 1 within the dtype's range, as torch's random_ checks (not float32 / 64, int64) */
+    static const char *const names[] = {"bool", "unsigned char", "signed char", "short int", "int", "", "c10::Half",
+                                        "c10::BFloat16"};
+    static const double lo[] = {0, 0, -128, -32768, -2147483648.0, 0, -65504, -3.3895313892515355e38};
+    static const double hi[] = {1, 255, 127, 32767, 2147483647.0, 0, 65504, 3.3895313892515355e38};
+    if (c10_dtype_valid((int)dtype) && dtype <= CT_BFLOAT16 && dtype != CT_INT64) {
+        if ((double)low < lo[dtype] || (double)low > hi[dtype])
+            return c10_error("random_: from is out of bounds for %s", names[dtype]);
+        if ((double)(high - 1) < lo[dtype] || (double)(high - 1) > hi[dtype])
+            return c10_error("random_: to - 1 is out of bounds for %s", names[dtype]);
+    }
     ct_tensor *h = random_tensor("random_", shape, ndim, dtype, false);
     if (h) c10_randint_fill(c10_unwrap(h), low, high);
     return h;
@@ -145,6 +167,11 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
 
 ct_tensor *ct_randperm(int64_t n, ct_dtype dtype) {
     if (n < 0) return c10_error("randperm: n must be non-negative, got %lld", (long long)n);
+    if (dtype == CT_BOOL) return c10_error("\"randperm\" not implemented for 'Bool'");
+    if (dtype == CT_FLOAT16 && n > 2049) return c10_error("randperm: n cannot be greater than 2049 for Half type.");
+    if (c10_dtype_valid((int)dtype) && c10_is_integral(dtype, false) && n > 0 &&
+        c10_check_value_fits((double)(n - 1), dtype) < 0)
+        return NULL;
     ct_tensor *h = random_tensor("randperm", &n, 1, dtype, false);
     if (h) c10_randperm_fill(c10_unwrap(h));
     return h;

@@ -356,6 +356,7 @@ int fwd_index_add(int op, const OpArgs *a, TensorImpl **out) {
     if (source->dtype != self->dtype)
         return c10_error_int("index_add_(): self (%s) and source (%s) must have the same scalar type",
                              c10_dtype_cname(self->dtype), c10_dtype_cname(source->dtype));
+    if (c10_check_value_fits(a->s[0], self->dtype) < 0) return -1; /* alpha */
     int64_t n = index->numel;
     bool ok = source->ndim == self->ndim || (self->ndim <= 1 && source->ndim <= 1);
     for (int d = 0; ok && d < self->ndim && source->ndim; d++)
@@ -1047,6 +1048,15 @@ int fwd_masked_select(int op, const OpArgs *a, TensorImpl **out) {
     if (nd < 0) return prefix_error("masked_select");
     if (self->device == CT_META)
         return c10_error_int("masked_select: the output shape depends on the data: not supported on the meta device");
+    if (mask->dtype == CT_UINT8) { /* a byte mask holds 0 and 1 only, as torch checks */
+        TensorImpl *mb = at_contiguous(mask);
+        if (!mb) return -1;
+        const uint8_t *b = (const uint8_t *)c10_data(mb);
+        uint8_t any = 0;
+        for (int64_t k = 0; k < mb->numel; k++) any |= b[k];
+        c10_release(mb);
+        if (any > 1) return c10_error_int("masked_select: Mask tensor can take 0 and 1 values only");
+    }
     TensorImpl *se = c10_expand(self, shape, nd), *me = se ? c10_expand(mask, shape, nd) : NULL;
     TensorImpl *sc = me ? at_contiguous(se) : NULL, *mc = NULL;
     if (sc) {
@@ -1361,6 +1371,8 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
     int np = a->ni;
     if (np % 2) return c10_error_int("pad: Padding length must be divisible by 2");
     if (np / 2 > self->ndim) return c10_error_int("pad: Padding length too large");
+    /* pad's value is a float in torch: a negative one does not wrap into uint8 */
+    if (c10_check_value_fits(self->dtype == CT_UINT8 && a->s[0] < 0 ? -256 : a->s[0], self->dtype) < 0) return -1;
     int64_t sizes[CT_MAX_DIMS];
     memcpy(sizes, self->sizes, sizeof sizes);
     for (int k = 0; k < np / 2; k++) {
@@ -1695,7 +1707,7 @@ int fwd_one_hot(int op, const OpArgs *a, TensorImpl **out) {
     if (self->device == CT_META) {
         if (nc < 0) return c10_error_int("one_hot: num_classes must be given on the meta device");
     } else {
-        if (self->numel == 0 && nc < 0)
+        if (self->numel == 0 && nc == -1)
             return c10_error_int("one_hot: Can not infer total number of classes from empty tensor.");
     }
     TensorImpl *c = self->device == CT_META ? NULL : at_contiguous(self);
@@ -1710,8 +1722,8 @@ int fwd_one_hot(int op, const OpArgs *a, TensorImpl **out) {
         c10_release(c);
         return c10_error_int("one_hot: Class values must be non-negative.");
     }
-    if (nc < 0) nc = mx + 1;
-    else if (c && mx >= nc) {
+    if (nc == -1) nc = mx + 1;
+    else if (c && c->numel && mx >= nc) {
         c10_release(c);
         return c10_error_int("one_hot: Class values must be smaller than num_classes.");
     }
@@ -1744,7 +1756,8 @@ int fwd_embedding(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *w = a->t[0], *indices = a->t[1];
     if (!same_device("embedding", w, indices) || emb_check(w, indices) < 0) return -1;
     int64_t N = w->sizes[0], D = w->sizes[1];
-    if (a->i[0] < -1 || a->i[0] >= N) return c10_error_int("embedding: Padding_idx must be within num_embeddings");
+    /* at::embedding's: a negative padding_idx matches no row (F.embedding's wrap is the caller's) */
+    if (a->i[0] >= N) return c10_error_int("embedding: Padding_idx must be within num_embeddings");
     int64_t sizes[CT_MAX_DIMS];
     memcpy(sizes, indices->sizes, sizeof(int64_t) * (size_t)indices->ndim);
     sizes[indices->ndim] = D;

@@ -47,6 +47,7 @@
 int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndim, bool *mask) {
     for (int d = 0; d < CT_MAX_DIMS; d++) mask[d] = ndims == 0 && d < tensor_ndim;
     if (ndims < 0 || ndims > CT_MAX_DIMS) return c10_error_int("%s: too many dims (%d)", op, ndims);
+    bool seen0 = false; /* dim 0 / -1 of a 0-dim tensor: nothing to reduce, but only once */
     for (int k = 0; k < ndims; k++) {
         int d = c10_wrap_dim(dims[k], tensor_ndim);
         if (d < 0) {
@@ -54,9 +55,10 @@ int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndi
             snprintf(msg, sizeof msg, "%s", ct_last_error());
             return c10_error_int("%s: %s", op, msg);
         }
-        if (tensor_ndim == 0) continue; /* dim 0 / -1 of a 0-dim tensor: nothing to reduce */
-        if (mask[d]) return c10_error_int("%s: dim %d appears multiple times in the list of dims", op, d);
-        mask[d] = true;
+        if (tensor_ndim == 0 ? seen0 : mask[d])
+            return c10_error_int("%s: dim %d appears multiple times in the list of dims", op, d);
+        if (tensor_ndim == 0) seen0 = true;
+        else mask[d] = true;
     }
     return 0;
 }
@@ -1198,7 +1200,7 @@ int fwd_norm(int op, const OpArgs *a, TensorImpl **out) {
     double p = a->s[0];
     bool empty = false;
     for (int d = 0; d < t->ndim; d++) empty |= mask[d] && t->sizes[d] == 0;
-    if (isinf(p) && p < 0 && empty) { /* min |x| of nothing: torch.norm gives 0, as for +inf */
+    if (p < 0 && empty) { /* min |x| (or 0^(1/p)) of nothing: torch.norm gives 0, as for p >= 0 */
         int64_t shape[CT_MAX_DIMS];
         int n = reduced_shape(t, mask, keepdim, shape);
         ONE(c10_full(shape, n, 0, t->dtype, t->device));

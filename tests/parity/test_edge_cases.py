@@ -13,10 +13,16 @@ for _row in [("ct_roll", T, [CT, I64P, c_int, INTP, c_int]), ("ct_unflatten", T,
              ("ct_topk", c_int, [CT, c_int64, c_int, c_bool, c_bool, TP, TP]),
              ("ct_lerp", T, [CT, CT, CT]), ("ct_lerp_scalar", T, [CT, CT, c_double]),
              ("ct_max_dim", c_int, [CT, c_int, c_bool, TP, TP]), ("ct_max", T, [CT]), ("ct_min", T, [CT]),
-             ("ct_backward", c_int, [T, T]), ("ct_grad", T, [T])]:  # run alone, undeclared handles were truncated
+             ("ct_backward", c_int, [T, T]), ("ct_grad", T, [T]), ("ct_masked_select", T, [CT, CT]),
+             ("ct_pad", T, [CT, I64P, c_int, c_double]), ("ct_index_add", T, [CT, c_int, CT, CT, c_double]),
+             ("ct_arange", T, [c_double, c_double, c_double, c_int]), ("ct_one_hot", T, [CT, c_int64]),
+             ("ct_embedding", T, [CT, CT, c_int64]), ("ct_randint", T, [c_int64, c_int64, I64P, c_int, c_int]),
+             ("ct_randperm", T, [c_int64, c_int]), ("ct_norm", T, [CT, c_double, INTP, c_int, c_bool]),
+             ("ct_sum_dims", T, [CT, INTP, c_int, c_bool]), ("ct_amax", T, [CT, INTP, c_int, c_bool])]:  # run alone, undeclared handles were truncated
     ct.declare(*_row)
 
 F64 = torch.float64
+F = torch.nn.functional
 
 
 def h(t):
@@ -50,6 +56,26 @@ def test_linspace_one_step_and_integer_ends():
                         (2.7, 9.2, 5, torch.int64), (-5, 5, 11, torch.int32), (3, -2, 1, F64)]:
         got = ct.check(lib.ct_linspace(a, b, n, ct.ct_dtype_of_torch(dt)))
         ct.assert_close(got, torch.linspace(a, b, n, dtype=dt), what=f"linspace({a}, {b}, {n}, {dt}): ")
+
+
+def test_arange_integer_and_16bit_dtypes():
+    """torch takes an integer arange's start, end and step as int64 (a step of 2.5
+    steps by 2, one of 0.7 is zero: an error), its size from the doubles but for
+    int64; bool has no arange"""
+    dts = [torch.int64, torch.int32, torch.int16, torch.uint8, torch.float16, torch.bfloat16, torch.float32, F64]
+    cases = [(-5, 5, 2.5), (0, 5, 0.7), (0, 5, 1.7), (0.5, 5, 1), (5.9, -3.2, -1.5), (0, 1, 0.1), (-3.5, 3.5, 0.5),
+             (0, 0, 1), (1, 0, 1), (0, 200, 3.3), (0.2, 0.9, 1), (-0.9, 2, 1)]
+    for a, b, st in cases:
+        for dt in dts + [torch.bool]:
+            what = f"arange({a}, {b}, {st}, {dt})"
+            err = ct.torch_error(lambda: torch.arange(a, b, st, dtype=dt))
+            got = lib.ct_arange(a, b, st, ct.ct_dtype_of_torch(dt))
+            if err is not None:
+                ct.assert_error(got, err, what=what + ": ")
+            else:
+                # torch rounds float values twice (per vector: a base, then steps from it)
+                tol = {torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float32: 2.4e-7, F64: 4.5e-16}.get(dt, 0)
+                ct.assert_close(ct.check(got), torch.arange(a, b, st, dtype=dt), rtol=tol, atol=tol, what=what + ": ")
 
 
 @pytest.mark.parametrize("w", [-1.0, -0.7, -0.3, 0.3, 0.5, 0.7, 1.5])
@@ -194,3 +220,82 @@ def test_inplace_into_expanded_tensors_is_an_error(dtype):
         ct.clear_error()
         assert cf(e) == -1, name
         assert "more than one element of the written-to tensor" in ct.last_error(), name
+
+
+def test_masked_select_byte_mask_values_and_scalar_overflow():
+    """a uint8 mask of masked_select holds 0 and 1 only; pad's value and
+    index_add's alpha must fit the dtype (pad's, a float, never wraps into uint8)"""
+    x = torch.arange(6.0).view(2, 3)
+    for m in ([[1, 0, 1], [0, 1, 1]], [[2, 0, 1], [0, 1, 1]], [[0, 0, 0], [0, 0, 255]]):
+        mt = torch.tensor(m, dtype=torch.uint8)
+        err = ct.torch_error(lambda: x.masked_select(mt))
+        got = lib.ct_masked_select(ct.from_torch(x), ct.from_torch(mt))
+        if err is None:
+            ct.assert_close(ct.check(got), x.masked_select(mt))
+        else:
+            ct.assert_error(got, err, what=f"masked_select {m}: ")
+    for dt in (torch.uint8, torch.int8, torch.int32, torch.float16):
+        z = torch.zeros(2, 2, dtype=dt)
+        for v in (-3.0, -1.0, 2.5, 127.0, 128.0, 255.0, 256.0, 1000.0, 1e10, -1e10):
+            err = ct.torch_error(lambda: F.pad(z, [1, 1], value=v))
+            got = lib.ct_pad(ct.from_torch(z), i64([1, 1]), 2, v)
+            if err is None:
+                ct.assert_close(ct.check(got), F.pad(z, [1, 1], value=v), what=f"pad {dt} {v}: ")
+            else:
+                ct.assert_error(got, err, what=f"pad {dt} {v}: ")
+        src = torch.ones(1, 2, dtype=dt)
+        for alpha in (-0.5, 2.0, 300.0, -300.0):
+            err = ct.torch_error(lambda: z.index_add(0, torch.tensor([1]), src, alpha=alpha))
+            got = lib.ct_index_add(ct.from_torch(z), 0, ct.from_torch(torch.tensor([1])), ct.from_torch(src), alpha)
+            if err is None:
+                ct.assert_close(ct.check(got), z.index_add(0, torch.tensor([1]), src, alpha=alpha),
+                                what=f"index_add {dt} {alpha}: ")
+            else:
+                ct.assert_error(got, err, what=f"index_add {dt} {alpha}: ")
+
+
+def _outcome(tfn, cfn, what, exact=True):
+    """ctorch fails with torch's message where torch fails; else the same result
+    (exact), or just success (random results)"""
+    err = ct.torch_error(tfn)
+    got = cfn()
+    if err is not None:
+        ct.assert_error(got, err, what=what + ": ")
+    elif exact:
+        ct.assert_close(ct.check(got), tfn(), what=what + ": ")
+    else:
+        ct.check(got)
+
+
+def test_dims_classes_and_ranges():
+    """a dim listed twice is an error on a 0-dim tensor too; one_hot infers only
+    with -1; at::embedding's negative padding_idx matches no row; randint's from
+    and to - 1 and randperm's n - 1 must fit the dtype; a p < 0 norm of nothing is 0"""
+    s0 = torch.tensor(2.5)
+    for dims in ([0], [0, 0], [-1, 0], [-1, -1], []):
+        _outcome(lambda: s0.sum(dims), lambda: lib.ct_sum_dims(h(s0), i32(dims), len(dims), False), f"sum {dims}")
+        if dims:
+            _outcome(lambda: s0.amax(dims), lambda: lib.ct_amax(h(s0), i32(dims), len(dims), False), f"amax {dims}")
+    cls = torch.tensor([0, 2, 1])
+    for nc in (-1, -2, -5, 0, 2, 3, 4):
+        _outcome(lambda: F.one_hot(cls, nc), lambda: lib.ct_one_hot(h(cls), nc), f"one_hot {nc}")
+    w = torch.randn(3, 2)
+    idx = torch.tensor([0, 1, 2, 1])
+    for pad in (-1, -2, -3, 0, 2):
+        _outcome(lambda: torch.embedding(w, idx, pad), lambda: lib.ct_embedding(h(w), h(idx), pad), f"embedding {pad}")
+    ct.assert_error(lib.ct_embedding(h(w), h(idx), 3), "Padding_idx must be within num_embeddings")  # F.embedding's
+    for lo, hi, dt in [(-5, 5, torch.uint8), (0, 256, torch.uint8), (0, 257, torch.uint8), (-129, 0, torch.int8),
+                       (-128, 128, torch.int8), (0, 129, torch.int8), (0, 2, torch.bool), (0, 3, torch.bool),
+                       (-1, 1, torch.bool), (0, 32768, torch.int16), (0, 32769, torch.int16), (0, 70000, torch.float16),
+                       (-70000, 0, torch.float16), (0, 2**31, torch.int32), (0, 2**31 + 1, torch.int32),
+                       (-(2**31) - 1, 0, torch.int32), (-(2**40), 2**40, torch.int64)]:
+        _outcome(lambda: torch.randint(lo, hi, (3,), dtype=dt),
+                 lambda: lib.ct_randint(lo, hi, i64([3]), 1, ct.ct_dtype_of_torch(dt)), f"randint {lo} {hi} {dt}", exact=False)
+    for n, dt in [(128, torch.int8), (129, torch.int8), (256, torch.uint8), (257, torch.uint8), (3, torch.bool),
+                  (2049, torch.float16), (2050, torch.float16), (300, torch.bfloat16), (40000, torch.int16)]:
+        _outcome(lambda: torch.randperm(n, dtype=dt), lambda: lib.ct_randperm(n, ct.ct_dtype_of_torch(dt)),
+                 f"randperm {n} {dt}", exact=False)
+    for p in (float("inf"), float("-inf"), -1.0, -0.5, 0.0, 1.0, 2.0, 3.0):
+        e = torch.zeros(2, 0)
+        _outcome(lambda: torch.norm(e, p, dim=1), lambda: lib.ct_norm(h(e), p, i32([1]), 1, False), f"norm {p} dim 1")
+        _outcome(lambda: torch.norm(e, p), lambda: lib.ct_norm(h(e), p, None, 0, False), f"norm {p}")
