@@ -1389,9 +1389,10 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
     const char *name = logm ? "log_softmax" : "softmax";
     int d = wrap_dim(name, a->i[0], t->ndim);
     if (d < 0) return -1;
-    if (!c10_is_float(t->dtype))
-        return c10_error_int("%s: \"%s_lastdim_kernel_impl\" not implemented for '%s'", name,
-                             logm ? "log_softmax" : "softmax", c10_dtype_cname(t->dtype));
+    if (!c10_is_float(t->dtype)) /* torch's kernel names: softmax_kernel_impl for both off the last dim */
+        return c10_error_int("%s: \"%s_kernel_impl\" not implemented for '%s'", name,
+                             d < t->ndim - 1 ? "softmax" : logm ? "log_softmax_lastdim" : "softmax_lastdim",
+                             c10_dtype_cname(t->dtype));
     if (t->device == CT_META) ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device));
     int64_t outer, D, inner;
     split3(t, d, &outer, &D, &inner);

@@ -18,7 +18,8 @@ for _row in [("ct_roll", T, [CT, I64P, c_int, INTP, c_int]), ("ct_unflatten", T,
              ("ct_arange", T, [c_double, c_double, c_double, c_int]), ("ct_one_hot", T, [CT, c_int64]),
              ("ct_embedding", T, [CT, CT, c_int64]), ("ct_randint", T, [c_int64, c_int64, I64P, c_int, c_int]),
              ("ct_randperm", T, [c_int64, c_int]), ("ct_norm", T, [CT, c_double, INTP, c_int, c_bool]),
-             ("ct_sum_dims", T, [CT, INTP, c_int, c_bool]), ("ct_amax", T, [CT, INTP, c_int, c_bool])]:  # run alone, undeclared handles were truncated
+             ("ct_sum_dims", T, [CT, INTP, c_int, c_bool]), ("ct_amax", T, [CT, INTP, c_int, c_bool]),
+             ("ct_softmax", T, [CT, c_int]), ("ct_log_softmax", T, [CT, c_int])]:  # run alone, undeclared handles were truncated
     ct.declare(*_row)
 
 F64 = torch.float64
@@ -299,3 +300,11 @@ def test_dims_classes_and_ranges():
         e = torch.zeros(2, 0)
         _outcome(lambda: torch.norm(e, p, dim=1), lambda: lib.ct_norm(h(e), p, i32([1]), 1, False), f"norm {p} dim 1")
         _outcome(lambda: torch.norm(e, p), lambda: lib.ct_norm(h(e), p, None, 0, False), f"norm {p}")
+
+
+def test_softmax_of_integers_names_torchs_kernel():
+    for shape in [(3, 2), (4,), (2, 3, 2)]:
+        x = torch.zeros(shape, dtype=torch.int64)
+        for d in range(-len(shape), len(shape)):
+            _outcome(lambda: x.softmax(d), lambda: lib.ct_softmax(h(x), d), f"softmax {shape} {d}")
+            _outcome(lambda: x.log_softmax(d), lambda: lib.ct_log_softmax(h(x), d), f"log_softmax {shape} {d}")
