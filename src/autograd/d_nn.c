@@ -12,7 +12,8 @@
  * recomputed from the saved input in the backward rather than kept as extra
  * outputs, which would cost memory for the whole life of the graph.
  * Limitations: weights (and pos_weight) are not differentiable, as in PyTorch
- * ("the derivative for 'weight' is not implemented"); for class-probability
+ * ("the derivative for 'weight' is not implemented"), but cross_entropy's with
+ * class probabilities (torch's is composite there); for class-probability
  * targets the mixed second derivative input/target is not recorded. */
 #include "autograd/formulas.h"
 #include "ops/nn.h"
@@ -76,8 +77,22 @@ int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {
     TensorImpl *x = c->in[0], *target = c->in[1], *w = c->in[2];
     int64_t reduction = c->args->i[0], ignore = c->args->i[1];
     double eps = c->args->s[0];
-    if (weight_not_differentiable(c, 2) < 0) return -1;
     int cls = x->ndim > 1 ? 1 : 0;
+    ClassGeom geom;
+    if (nn_class_geom("cross_entropy", x, target, w, true, &geom) < 0) return -1;
+    /* with class probabilities the loss is -(log_softmax(x) t' w) summed, t' the
+     * smoothed target, and torch differentiates it in w too; with class indices not */
+    if (!geom.prob && weight_not_differentiable(c, 2) < 0) return -1;
+    if (geom.prob && c->needs[2]) {
+        TensorImpl *ts = eps > 0 ? ADDS(MULS(target, 1 - eps), eps / (double)geom.C) : target;
+        TensorImpl *e = MUL(MUL(softmax_dim(OP_log_softmax, x, cls), ts), class_gb(c, x, target, w, true));
+        int dims[CT_MAX_DIMS], n = 0;
+        for (int d = 0; d < x->ndim; d++)
+            if (d != cls) dims[n++] = d;
+        TensorImpl *r = NEG(n ? reduce_dims(OP_sum_dims, e, dims, n, false) : e);
+        if (!r) return -1;
+        gi[2] = c10_retain(r);
+    }
     if (c->needs[0]) {
         if (!ag_grad_enabled()) {
             if (nn_cross_entropy_grad(x, target, w, G, reduction, ignore, eps, false, &gi[0], NULL) < 0) return -1;

@@ -775,6 +775,20 @@ def test_loss_mixed_dtypes():
                           lambda: Fn.layer_norm(logits, (3,), None, w), f"layer_norm bias {xd} {yd}", tol=lt)
 
 
+@pytest.mark.parametrize("shape", [(3, 4), (4,), (2, 3, 2, 2)])
+def test_cross_entropy_probs_weight_grad(shape):
+    """with class probabilities torch differentiates cross_entropy in the weight too"""
+    C = shape[1] if len(shape) > 1 else shape[0]
+    x = randn(*shape)
+    p = torch.softmax(randn(*shape), 1 if len(shape) > 1 else 0)
+    w = torch.rand(C, generator=GEN, dtype=F64) + 0.5
+    for red in RED:
+        for eps in (0.0, 0.2):
+            check_fn(lambda hx, hp, hw: lib.ct_cross_entropy(hx, hp, hw, RED[red], -100, eps),
+                     lambda tx, tp, tw: Fn.cross_entropy(tx, tp, tw, reduction=red, label_smoothing=eps),
+                     [x, p, w], [0, 2], f"ce probs weight grad {shape} {red} eps={eps}", second=False)
+
+
 def test_cross_entropy_probs_promoted_grad():
     """the gradient flows back through the promotion to the float32 logits"""
     x = torch.randn(4, 3, generator=GEN, dtype=F32)
