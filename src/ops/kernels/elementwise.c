@@ -44,7 +44,9 @@ static inline int64_t fault(int kind) {
 
 /* ---- scalar helpers used by the expressions in ops.def ---- */
 #define sign_(x) ((x) > 0 ? (T)1 : (x) < 0 ? (T)-1 : (T)0) /* NaN -> 0, as torch */
-#define gelu_(x) ((T)0.5 * (x) * (1 + erf((x) * (T)M_SQRT1_2)))
+/* gelu's erf: float arithmetic for float (2.2 ulp of erf; 1 + erf rounds at 1) */
+#define gelu_erf(x) _Generic((x), float: vm_erff_fast, default: vm_erf_d)(x)
+#define gelu_(x) ((T)0.5 * (x) * (1 + gelu_erf((x) * (T)M_SQRT1_2)))
 /* min(max(x, lo), hi), torch's clamp order (lo > hi gives hi); NaN stays NaN */
 #define HARDTANH_(x) (((x) < (T)s[0] ? (T)s[0] : (x)) > (T)s[1] ? (T)s[1] : ((x) < (T)s[0] ? (T)s[0] : (x)))
 #define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * ((x) + (T)0.044715 * (x) * (x) * (x)))))
@@ -422,7 +424,7 @@ UK(powm2, f64, f64, 1 / (x * x))
  * and backward): gelu (erf form) g (cdf(x) + x pdf(x)); silu g s (1 + x (1 -
  * s)), s = sigmoid(x); softplus (beta, threshold in s[]) g where beta x
  * exceeds the threshold, else g z / (z + 1), z = exp(beta x), as torch's */
-#define GELU_GRAD_(x, g) ((g) * ((T)0.5 * (1 + erf((x) * (T)M_SQRT1_2)) + (x) * exp((T)-0.5 * (x) * (x)) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)))
+#define GELU_GRAD_(x, g) ((g) * ((T)0.5 * (1 + gelu_erf((x) * (T)M_SQRT1_2)) + (x) * exp((T)-0.5 * (x) * (x)) * (T)(0.5 * M_2_SQRTPI * M_SQRT1_2)))
 #define ACT_GRADS(T)                                                                     \
     static inline T silu_grad_##T(T x, T g) {                                            \
         T sg = 1 / (1 + exp(-x));                                                        \

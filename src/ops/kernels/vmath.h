@@ -467,37 +467,41 @@ static inline double vm_log1p_exp_d(double t) { return vm_log1p_d(vm_exp_d(t)); 
  * (mpmath): P relative error 3.3e-11, Q absolute 9.2e-12; measured maximum
  * 0.5005 ulp. Written out (loops over coefficient arrays kept the kernels
  * scalar), Q as two chains, its terms from v^10 on and the rest (1.17x). */
-static inline float vm_erff(float xf) {
-    double x = xf, a = fabs(x), s = a * a, v = (a < 4.0 ? a : 4.0) - 2.5;
-    double p = VM_FMA(s, -9.641858944614556e-06, 0.00011257077058528242);
-    p = VM_FMA(p, s, -0.0008482848314044222);
-    p = VM_FMA(p, s, 0.005220946928098241);
-    p = VM_FMA(p, s, -0.026865400657356875);
-    p = VM_FMA(p, s, 0.11283781987095243);
-    p = VM_FMA(p, s, -0.3761263843585756);
-    p = VM_FMA(p, s, 1.1283791670583427);
-    double q = VM_FMA(v, 0.00025027984583052233, -0.00026049360166951915);
-    double qh = VM_FMA(v, 1.0100351200163435e-08, -3.361129424458466e-08);
-    q = VM_FMA(q, v, -0.0005424117966903582);
-    qh = VM_FMA(qh, v, -1.1362575906078163e-07);
-    q = VM_FMA(q, v, 0.0027984274982452446);
-    qh = VM_FMA(qh, v, 6.726651052115269e-07);
-    q = VM_FMA(q, v, -0.006117346998137856);
-    qh = VM_FMA(qh, v, -3.564850315506206e-07);
-    q = VM_FMA(q, v, 0.008622386392894405);
-    qh = VM_FMA(qh, v, -4.727852643820551e-06);
-    q = VM_FMA(q, v, -0.008350089748844306);
-    qh = VM_FMA(qh, v, 1.4364105133043235e-05);
-    q = VM_FMA(q, v, 0.005445709782237697);
-    qh = VM_FMA(qh, v, -5.113491220465539e-06);
-    q = VM_FMA(q, v, -0.0021782842225977735);
-    qh = VM_FMA(qh, v, -7.908788292521698e-05);
-    q = VM_FMA(q, v, 0.00040695202663886584);
-    double v2 = v * v, v4 = v2 * v2, v8 = v4 * v4;
-    q = VM_FMA(qh, v8 * v2, q);
-    double y = a < 1.0 ? a * p : 1.0 - q;
-    return xf != xf ? xf : (float)copysign(y, x);
-}
+#define VM_ERFF(name, T)                                                                   \
+    static inline float name(float xf) {                                                    \
+        T x = xf, a = fabs(x), s = a * a, v = (a < (T)4.0 ? a : (T)4.0) - (T)2.5;           \
+        T p = VM_FMA(s, (T)-9.641858944614556e-06, (T)0.00011257077058528242);              \
+        p = VM_FMA(p, s, (T)-0.0008482848314044222);                                        \
+        p = VM_FMA(p, s, (T)0.005220946928098241);                                          \
+        p = VM_FMA(p, s, (T)-0.026865400657356875);                                         \
+        p = VM_FMA(p, s, (T)0.11283781987095243);                                           \
+        p = VM_FMA(p, s, (T)-0.3761263843585756);                                           \
+        T q = VM_FMA(v, (T)0.00025027984583052233, (T)-0.00026049360166951915);             \
+        T qh = VM_FMA(v, (T)1.0100351200163435e-08, (T)-3.361129424458466e-08);             \
+        q = VM_FMA(q, v, (T)-0.0005424117966903582);                                        \
+        qh = VM_FMA(qh, v, (T)-1.1362575906078163e-07);                                     \
+        q = VM_FMA(q, v, (T)0.0027984274982452446);                                         \
+        qh = VM_FMA(qh, v, (T)6.726651052115269e-07);                                       \
+        q = VM_FMA(q, v, (T)-0.006117346998137856);                                         \
+        qh = VM_FMA(qh, v, (T)-3.564850315506206e-07);                                      \
+        q = VM_FMA(q, v, (T)0.008622386392894405);                                          \
+        qh = VM_FMA(qh, v, (T)-4.727852643820551e-06);                                      \
+        q = VM_FMA(q, v, (T)-0.008350089748844306);                                         \
+        qh = VM_FMA(qh, v, (T)1.4364105133043235e-05);                                      \
+        q = VM_FMA(q, v, (T)0.005445709782237697);                                          \
+        qh = VM_FMA(qh, v, (T)-5.113491220465539e-06);                                      \
+        q = VM_FMA(q, v, (T)-0.0021782842225977735);                                        \
+        qh = VM_FMA(qh, v, (T)-7.908788292521698e-05);                                      \
+        q = VM_FMA(q, v, (T)0.00040695202663886584);                                        \
+        T v2 = v * v, v4 = v2 * v2, v8 = v4 * v4;                                           \
+        q = VM_FMA(qh, v8 * v2, q);                                                         \
+        T y = a < (T)1.0 ? VM_FMA(a, (T)1.1283791670583427, a * s * p) : (T)1.0 - q;       \
+        return xf != xf ? xf : (float)copysign(y, x);                                       \
+    }
+VM_ERFF(vm_erff, double)
+/* the same in float arithmetic: 2.2 ulp (gelu's, where (1 + erf) rounds at 1
+ * anyway), 1.9x faster with 8 float lanes to 4 double ones (AVX2) */
+VM_ERFF(vm_erff_fast, float)
 
 /* ---- arrays ----
  * vm_expf_n / vm_exp_d_n: y[i] = exp(x[i]) (y may be x); vm_sigmoidf_n the same
