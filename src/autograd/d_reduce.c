@@ -345,13 +345,26 @@ int d_cumprod(BackwardCtx *c, TensorImpl **gi) {
 
 /* ---- softmax ---- */
 
+/* first order: one fused pass a row where it applies (1), else 0 */
+static int softmax_fused(BackwardCtx *c, TensorImpl **gi, bool log) {
+    if (ag_grad_enabled()) return 0;
+    TensorImpl *r = NULL;
+    int k = at_softmax_grad(G, RESULT, (int)c->args->i[0], log, &r);
+    if (k > 0) gi[0] = r;
+    return k;
+}
+
 /* y * (g - sum(g * y, dim)) */
 int d_softmax(BackwardCtx *c, TensorImpl **gi) {
+    int k = softmax_fused(c, gi, false);
+    if (k) return k > 0 ? 0 : -1;
     TensorImpl *y = RESULT;
     RET(MUL(y, SUB(G, sum_dim_keep(MUL(G, y), c->args->i[0]))));
 }
 
 /* g - exp(y) * sum(g, dim) */
 int d_log_softmax(BackwardCtx *c, TensorImpl **gi) {
+    int k = softmax_fused(c, gi, true);
+    if (k) return k > 0 ? 0 : -1;
     RET(SUB(G, MUL(EXP(RESULT), sum_dim_keep(G, c->args->i[0]))));
 }

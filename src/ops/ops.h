@@ -107,11 +107,15 @@ typedef struct ElementwiseSpec {
 /* Broadcasts the inputs, allocates the output (when *out is NULL) or checks the
  * given one (in-place / out= forms: shape must be the broadcast shape, no
  * internal overlap), then runs kernel over all elements (skipped on meta). */
+CT_INTERNAL int ew_run(const ElementwiseSpec *spec, TensorImpl *const *inputs, TensorImpl **out,
+                       ew_kernel kernel, const double *s);
 /* the gradient of gelu (erf form), silu or softplus (s: beta, threshold) at
  * x, times g, in one pass (no history) */
 CT_INTERNAL TensorImpl *at_act_grad(int op, TensorImpl *g, TensorImpl *x, const double *s);
-CT_INTERNAL int ew_run(const ElementwiseSpec *spec, TensorImpl *const *inputs, TensorImpl **out,
-                       ew_kernel kernel, const double *s);
+/* softmax's (log: log_softmax's) gradient along dim from its output y, in one
+ * pass a row (no history): *out, 1; 0 where it does not apply (not the last
+ * dim, not contiguous float32 / float64 alike: the caller composes it); -1 */
+CT_INTERNAL int at_softmax_grad(TensorImpl *g, TensorImpl *y, int dim, bool log, TensorImpl **out);
 
 /* Kernel tables: kernel[dtype] for each compute dtype, NULL where unsupported. */
 typedef ew_kernel KernelTable[CT_NUM_DTYPES];

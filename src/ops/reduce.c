@@ -1209,6 +1209,30 @@ int fwd_norm(int op, const OpArgs *a, TensorImpl **out) {
     ONE(reduce_into(t, mask, keepdim, t->dtype, RK_NORM, &c));
 }
 
+int at_softmax_grad(TensorImpl *g, TensorImpl *y, int dim, bool log, TensorImpl **out) {
+    *out = NULL;
+    int d = c10_wrap_dim(dim, y->ndim);
+    if (d < 0) return -1;
+    bool ok = (y->dtype == CT_FLOAT32 || y->dtype == CT_FLOAT64) && g->dtype == y->dtype && y->device == CT_CPU &&
+              g->device == CT_CPU && y->ndim > 0 && d == y->ndim - 1 && g->ndim == y->ndim &&
+              !memcmp(g->sizes, y->sizes, sizeof(int64_t) * (size_t)y->ndim) && y->is_contiguous;
+    if (!ok) return 0;
+    TensorImpl *o = c10_empty(y->sizes, y->ndim, y->dtype, CT_CPU);
+    TensorImpl *gc = o ? at_contiguous(g) : NULL; /* as torch's: an expanded gradient (of a sum) copied */
+    if (!gc) return c10_release(o), -1;
+    g = gc;
+    int64_t D = y->sizes[d], R = D ? y->numel / D : 0;
+    int nt = nthreads_for(y->numel);
+    if (y->dtype == CT_FLOAT32)
+        rk_softmax_grad_f((const float *)c10_data(g), (const float *)c10_data(y), (float *)c10_data(o), R, D, log, nt);
+    else
+        rk_softmax_grad_d((const double *)c10_data(g), (const double *)c10_data(y), (double *)c10_data(o), R, D, log,
+                          nt);
+    c10_release(gc);
+    *out = o;
+    return 1;
+}
+
 /* logsumexp. t[0]; i: keepdim, ndims (0: all), dims... Integer inputs give
  * float32. As PyTorch: m = amax (infinite m counts as 0), log(sum(exp(x - m))) + m. */
 int fwd_logsumexp(int op, const OpArgs *a, TensorImpl **out) {

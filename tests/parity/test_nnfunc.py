@@ -833,3 +833,35 @@ def test_batch_norm_empty_batch_and_mixed_dtypes():
                     _same_outcome(lambda: lib.ct_batch_norm(ft(x), None, None, ft(w), None, True, 0.1, 1e-5),
                                   lambda: Fn.batch_norm(x, None, None, w, None, True, 0.1, 1e-5),
                                   f"batch_norm weight {xd} {pd}", tol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_first_order_grad(dtype, log):
+    """softmax / log_softmax gradients against torch's, first order (one fused pass
+    a row along the last dim, a contiguous copy of an expanded or strided upstream
+    gradient first) and create_graph (composed), rows of 1 to 1000 elements, other dims"""
+    cfn, tfn = (lib.ct_log_softmax, torch.log_softmax) if log else (lib.ct_softmax, torch.softmax)
+    tol = 1e-12 if dtype == F64 else 2e-6
+    for shape in [(5, 1), (3, 7), (4, 16), (2, 3, 33), (600, 1000), (2, 5, 4)]:
+        for dim in sorted({len(shape) - 1, 0, -1}):
+            x = torch.randn(shape, generator=GEN, dtype=dtype)
+            tx = x.clone().requires_grad_(True)
+            y = tfn(tx, dim)
+            hx = leaf(x)
+            hy = ct.check(cfn(hx, dim))
+            ups = {"contig": torch.randn(shape, generator=GEN, dtype=dtype),
+                   "expanded": torch.randn(shape[-1:], generator=GEN, dtype=dtype).expand(shape),
+                   "transposed": torch.randn(shape[::-1], generator=GEN, dtype=dtype).transpose(0, -1)}
+            for kind, g in ups.items():
+                want = torch.autograd.grad(y, tx, g, retain_graph=True)[0]
+                for cg in (False, True):
+                    outs = (c_void_p * 1)(hy)
+                    gos = (c_void_p * 1)(ct.from_torch(g))  # with g's strides (0 where expanded)
+                    ins = (c_void_p * 1)(hx)
+                    res = (c_void_p * 1)()
+                    ct.check_int(lib.ct_autograd_grad(outs, gos, 1, ins, 1, res, True, cg, True))
+                    # the sum over the dim cancels: float32 results are as close as D ulps of g
+                    at = tol if dtype == F64 else tol + 2.4e-7 * shape[dim] * float(g.abs().max())
+                    ct.assert_close(res[0], want, rtol=tol, atol=at,
+                                    what=f"{'log_' if log else ''}softmax {shape} dim {dim} {kind} cg={cg}: ")

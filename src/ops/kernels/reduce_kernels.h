@@ -128,4 +128,7 @@ CT_INTERNAL bool softmax_lastdim(ct_dtype dt, const void *x, const RowGeom *g, i
 CT_INTERNAL int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *g, int64_t es, void *y,
                                        int64_t D, bool logm, int nt);
 /* n float16 / bfloat16 (bf) values to float and back (round to nearest even), vectorised */
+/* softmax's (lg: log_softmax's) gradient over R contiguous rows of D, nt threads */
+CT_INTERNAL void rk_softmax_grad_f(const float *g, const float *y, float *o, int64_t R, int64_t D, bool lg, int nt);
+CT_INTERNAL void rk_softmax_grad_d(const double *g, const double *y, double *o, int64_t R, int64_t D, bool lg, int nt);
 #endif
