@@ -1159,28 +1159,27 @@ rk_block_fn rk_block_kernel(int rk, ct_dtype dt, double p, int *nrows, int *mode
 #endif
 
 /* softmax's first-order gradient over rows of D: o = y (g - sum(g y)), or
- * log_softmax's, o = g - exp(y) sum(g). The sum in 16 lanes, folded in a
- * fixed order; the row is still in cache for the second pass. The composite
- * (a product, a sum, a difference and a product: four passes and three
- * temporaries) ran at 1.44x torch's time, forward + backward. */
-#define SOFTMAX_GRAD(T, S)                                                                 \
-    void rk_softmax_grad_##S(const T *g, const T *y, T *o, int64_t R, int64_t D, bool lg, int nt) { \
+ * log_softmax's, o = g - exp(y) sum(g) (the exps by the array function, into
+ * o). The sum in 16 lanes, folded in a fixed order; the row is still in cache
+ * for the second pass. The composite (a product, a sum, a difference and a
+ * product: four passes and three temporaries) ran at 1.44x torch's time,
+ * forward + backward. float64 small (-Os): gradcheck's more than speed's. */
+#define SOFTMAX_GRAD(T, S, ATTR, EXPN)                                                     \
+    ATTR void rk_softmax_grad_##S(const T *g, const T *y, T *o, int64_t R, int64_t D, bool lg, int nt) { \
         OMP_FOR_NT                                                                         \
         for (int64_t r = 0; r < R; r++) {                                                  \
             const T *restrict gr = g + r * D, *restrict yr = y + r * D;                    \
             T *restrict orow = o + r * D, acc[16] = {0}, s = 0;                            \
             int64_t i = 0;                                                                 \
             for (; i + 16 <= D; i += 16)                                                   \
-                for (int j = 0; j < 16; j++) acc[j] += lg ? gr[i + j] : gr[i + j] * yr[i + j]; \
-            for (; i < D; i++) s += lg ? gr[i] : gr[i] * yr[i];                            \
+                for (int j = 0; j < 16; j++) acc[j] += gr[i + j] * (lg ? (T)1 : yr[i + j]); \
+            for (; i < D; i++) s += gr[i] * (lg ? (T)1 : yr[i]);                           \
             for (int w = 8; w >= 1; w /= 2)                                                \
                 for (int j = 0; j < w; j++) acc[j] += acc[j + w];                          \
             s += acc[0];                                                                   \
-            if (lg)                                                                        \
-                for (i = 0; i < D; i++) orow[i] = gr[i] - exp(yr[i]) * s;                  \
-            else                                                                           \
-                for (i = 0; i < D; i++) orow[i] = yr[i] * (gr[i] - s);                     \
+            if (lg) EXPN(orow, yr, D);                                                     \
+            for (i = 0; i < D; i++) orow[i] = lg ? gr[i] - orow[i] * s : yr[i] * (gr[i] - s); \
         }                                                                                  \
     }
-SOFTMAX_GRAD(float, f)
-SOFTMAX_GRAD(double, d)
+SOFTMAX_GRAD(float, f, , vm_expf_n)
+SOFTMAX_GRAD(double, d, COLD_CODE, vm_exp_d_n)
