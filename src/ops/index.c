@@ -959,12 +959,31 @@ static const index_put_acc_fn index_put_acc_k[CT_NUM_DTYPES] = {
     FOR_DTYPES_TOK(IPA_ENTRY)
 };
 
+static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, TensorImpl **out);
+
 /* t[0] self, t[1] values, t[2..nt-1] indices (NULL = ':'); i: accumulate.
  * dst: in place (self itself is written). */
 int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    TensorImpl *self = a->t[0], *values = a->t[1];
+    TensorImpl *self = a->t[0], *values = a->t[1], *cast = NULL;
     if (!same_device("index_put", self, values)) return -1;
+    /* torch's masked_fill dispatch: one value and one bool / byte mask (the other
+     * indices ':'), not accumulating, take the value cast, as masked_fill_ does */
+    int masks = 0, defined = 0;
+    for (int k = 2; k < a->nt; k++)
+        if (a->t[k]) defined++, masks += a->t[k]->dtype == CT_BOOL || a->t[k]->dtype == CT_UINT8;
+    if (values->dtype != self->dtype && !a->i[0] && values->numel == 1 && masks == 1 && defined == 1) {
+        double v = values->device == CT_META ? 0 : c10_get(values, 0);
+        bool neg_float = c10_is_float(values->dtype) && self->dtype == CT_UINT8 && v < 0; /* does not wrap */
+        if (c10_check_value_fits(neg_float ? -256 : v, self->dtype) < 0) return -1;
+        if (!(cast = c10_full(values->sizes, values->ndim, v, self->dtype, values->device))) return -1;
+    }
+    int r = index_put_run(a, self, cast ? cast : values, out);
+    c10_release(cast);
+    return r;
+}
+
+static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, TensorImpl **out) {
     if (values->dtype != self->dtype)
         return c10_error_int("index_put: Index put requires the source and destination dtypes match, got %s for the "
                              "destination and %s for the source.",

@@ -308,3 +308,33 @@ def test_softmax_of_integers_names_torchs_kernel():
         for d in range(-len(shape), len(shape)):
             _outcome(lambda: x.softmax(d), lambda: lib.ct_softmax(h(x), d), f"softmax {shape} {d}")
             _outcome(lambda: x.log_softmax(d), lambda: lib.ct_log_softmax(h(x), d), f"log_softmax {shape} {d}")
+
+
+def test_index_put_one_mask_one_value_casts():
+    """torch sends index_put_ with one bool / byte mask, one value and no
+    accumulation to masked_fill_: the value is cast (and must fit)"""
+    ct.declare("ct_index_put", T, [CT, TP, c_int, CT, c_bool])
+    m = torch.tensor([True, False, True])
+    cases = [(torch.zeros(3), (m,), torch.tensor(5), False), (torch.zeros(3, dtype=torch.int64), (m,), torch.tensor(2.7), False),
+             (torch.zeros(3, dtype=torch.uint8), (m,), torch.tensor(-1.0), False),
+             (torch.zeros(3, dtype=torch.uint8), (m,), torch.tensor(300), False),
+             (torch.zeros(3), (m,), torch.tensor([5]), False), (torch.zeros(3), (m,), torch.tensor([5, 6]), False),
+             (torch.zeros(3), (m,), torch.tensor(5), True), (torch.zeros(3), (torch.tensor([0, 2]),), torch.tensor(5), False),
+             (torch.zeros(2, 3), (torch.tensor([True, False]),), torch.tensor(5), False),
+             (torch.zeros(3, dtype=torch.bool), (m,), torch.tensor(5.5), False),
+             (torch.zeros(3, dtype=torch.float16), (m.to(torch.uint8),), torch.tensor(1e5), False)]
+    import warnings
+    for x, idx, v, acc in cases:
+        what = f"index_put {x.dtype} {[i.dtype for i in idx]} {v.dtype}{tuple(v.shape)} acc={acc}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            err = ct.torch_error(lambda: x.clone().index_put_(idx, v, accumulate=acc))
+        hidx = (c_void_p * len(idx))(*[h(i) for i in idx])
+        got = lib.ct_index_put(h(x), hidx, len(idx), h(v), acc)
+        if err is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = x.clone().index_put_(idx, v, accumulate=acc)
+            ct.assert_close(ct.check(got), want, what=what + ": ")
+        else:
+            ct.assert_error(got, err, what=what + ": ")
