@@ -338,3 +338,30 @@ def test_index_put_one_mask_one_value_casts():
             ct.assert_close(ct.check(got), want, what=what + ": ")
         else:
             ct.assert_error(got, err, what=what + ": ")
+
+
+def test_scatter_bad_indices_out_of_place_and_in_place():
+    """out of place, the scatters check their indices on the way and drop the
+    output; in place, before writing: self is left as it was; an empty dim"""
+    for name in ("scatter", "scatter_add"):
+        ct.declare("ct_" + name, T, [CT, c_int, CT, CT])
+        ct.declare("ct_" + name + "_", c_int, [T, c_int, CT, CT])
+    cases = [(torch.zeros(3, 0), 1, torch.zeros(3, 1, dtype=torch.long), torch.ones(3, 1)),
+             (torch.zeros(3, 2), 1, torch.tensor([[0], [5], [1]]), torch.ones(3, 1)),
+             (torch.zeros(3, 2), 1, torch.tensor([[0], [-1], [1]]), torch.ones(3, 1)),
+             (torch.zeros(4, 3), 0, torch.tensor([[0, 1, 2], [3, 4, 0]]), torch.ones(2, 3)),
+             (torch.zeros(3, 0), 1, torch.zeros(3, 0, dtype=torch.long), torch.ones(3, 1)),
+             (torch.zeros(600, 700), 1, torch.randint(0, 700, (600, 700)), torch.ones(600, 700))]
+    cases[-1][2][599, 699] = 700  # the last index of a threaded scatter
+    for x, dim, idx, src in cases:
+        for name in ("scatter", "scatter_add"):
+            what = f"{name} {tuple(x.shape)} dim {dim}"
+            err = ct.torch_error(lambda: getattr(x, name)(dim, idx, src))
+            got = getattr(lib, "ct_" + name)(h(x), dim, h(idx), h(src))
+            if err is None:
+                ct.assert_close(ct.check(got), getattr(x, name)(dim, idx, src), what=what + ": ")
+            else:
+                ct.assert_error(got, err, what=what + ": ")
+                hx = h(x)
+                ct.assert_error(getattr(lib, "ct_" + name + "_")(hx, dim, h(idx), h(src)), err, what=what + "_: ")
+                ct.assert_close(hx, x, what=what + "_ left self: ")
