@@ -365,3 +365,29 @@ def test_scatter_bad_indices_out_of_place_and_in_place():
                 hx = h(x)
                 ct.assert_error(getattr(lib, "ct_" + name + "_")(hx, dim, h(idx), h(src)), err, what=what + "_: ")
                 ct.assert_close(hx, x, what=what + "_ left self: ")
+
+
+def test_pad_border_slabs():
+    """pad writes its value into the border slabs only: every geometry of
+    positive, negative and mixed pads, empty insides, strided inputs, dtypes"""
+    g = torch.Generator().manual_seed(7)
+    base = torch.randn(3, 4, 5, 6, generator=g)
+    xs = [base, base.transpose(1, 3), base[:, ::2, 1:, ::3], torch.zeros(2, 0, 3), torch.randn(5, generator=g)]
+    pads = [(1, 2), (0, 0), (2, 0, 0, 3), (-1, 2), (1, -2, 2, -1), (-3, 1), (1, 1, 1, 1, 1, 1), (-6, 2), (-3, 0),
+            (-2, -1), (2, -7), (-7, 2), (-2, -2), (0, 0, -2, -1),
+            (0, 0, 0, 0, 2, 2), (3, 3, -1, -1, 0, 1), (2, 2, 2, 2, 2, 2, 2, 2)]
+    for x in xs:
+        for dt in (torch.float32, torch.int64, torch.bool, torch.float64):
+            xt = x.to(dt)
+            for p in pads:
+                if len(p) // 2 > xt.dim():
+                    continue
+                err = ct.torch_error(lambda: F.pad(xt, p, value=1.0))
+                got = lib.ct_pad(h(xt), i64(p), len(p), 1.0)
+                what = f"pad {tuple(xt.shape)} {xt.stride()} {dt} {p}"
+                if err and "Dimension out of range" in err:  # torch's narrow of a crop past the dim
+                    ct.assert_error(got, "exceeds dimension size", what=what + ": ")
+                elif err is None:
+                    ct.assert_close(ct.check(got), F.pad(xt, p, value=1.0), what=what + ": ")
+                else:
+                    ct.assert_error(got, err, what=what + ": ")
