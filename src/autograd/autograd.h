@@ -112,6 +112,7 @@ struct AutogradMeta {
     bool retains_grad;
     bool is_view;             /* a differentiable view of base */
     TensorImpl *base;         /* the view's base (strong) */
+    unsigned attr_version;    /* a view: the storage's version when its history was set */
     Hook *hooks;              /* leaf hooks, run before accumulation */
     const char *name;         /* optional, for graph printing */
 };

@@ -173,13 +173,48 @@ AutogradMeta *ag_meta(TensorImpl *t) {
     return t->autograd;
 }
 
+static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl *self_saved, bool give);
+
+/* as_strided(base, t's geometry): the history a view takes from its base */
+static Node *record_as_strided(TensorImpl *base, TensorImpl *t) {
+    OpArgs a = {.t = {base}, .nt = 1, .ni = 2 * t->ndim + 2};
+    memcpy(a.i, t->sizes, sizeof(int64_t) * (size_t)t->ndim);
+    memcpy(a.i + t->ndim, t->strides, sizeof(int64_t) * (size_t)t->ndim);
+    a.i[2 * t->ndim] = t->ndim;
+    a.i[2 * t->ndim + 1] = t->offset;
+    TensorImpl *out[1] = {t};
+    return record(OP_as_strided, &a, out, 1, NULL, false);
+}
+
+/* A view whose storage was written since its history was set (an in-place op
+ * on its base or on another view of it) takes its history anew from its
+ * base's, as an as_strided of it, as PyTorch regenerates a view's grad_fn: its
+ * old history no longer leads to what it holds. (The metadata is mutable
+ * behind const, as torch's grad_fn() is.) */
+static void refresh_view(const TensorImpl *ct) {
+    TensorImpl *t = (TensorImpl *)ct;
+    AutogradMeta *m = t ? t->autograd : NULL;
+    if (!m || !m->is_view || m->attr_version == c10_version(t) || !ag_grad_enabled()) return;
+    m->attr_version = c10_version(t);
+    AutogradMeta *bm = m->base->autograd;
+    if (bm && (bm->requires_grad || bm->grad_fn)) ag_node_release(record_as_strided(m->base, t));
+}
+
 bool ag_requires_grad(const TensorImpl *t) {
+    refresh_view(t);
     return t && t->autograd && (t->autograd->requires_grad || t->autograd->grad_fn);
 }
-bool ag_is_leaf(const TensorImpl *t) { return !t->autograd || !t->autograd->grad_fn; }
-Node *ag_grad_fn(const TensorImpl *t) { return t->autograd ? t->autograd->grad_fn : NULL; }
+bool ag_is_leaf(const TensorImpl *t) {
+    refresh_view(t);
+    return !t->autograd || !t->autograd->grad_fn;
+}
+Node *ag_grad_fn(const TensorImpl *t) {
+    refresh_view(t);
+    return t->autograd ? t->autograd->grad_fn : NULL;
+}
 
 Edge ag_gradient_edge(TensorImpl *t) {
+    refresh_view(t);
     AutogradMeta *m = t->autograd;
     if (!m) return (Edge){NULL, 0};
     if (m->grad_fn) return (Edge){ag_node_retain(m->grad_fn), m->output_nr};
@@ -203,6 +238,7 @@ static void set_history_owned(TensorImpl *out, Node *fn, int output_nr) {
     Node *old = m->grad_fn;
     m->grad_fn = fn;
     m->output_nr = output_nr;
+    m->attr_version = c10_version(out);
     ag_node_release(old);
 }
 
@@ -333,6 +369,7 @@ static void mark_view(TensorImpl *view, TensorImpl *input) {
     if (!m) return;
     TensorImpl *base = input->autograd && input->autograd->is_view ? input->autograd->base : input;
     m->is_view = true;
+    m->attr_version = c10_version(view);
     c10_release(m->base);
     m->base = c10_retain(base);
 }
@@ -399,14 +436,7 @@ static int copy_slices(TensorImpl *self, Node *fn) {
         ag_copy_meta(cs, &cs->in_meta[k], &fn->in_meta[k]);
     }
     ag_set_history(base, cs, 0);
-    /* self = base.as_strided(self's geometry), with history */
-    OpArgs a = {.t = {base}, .nt = 1, .ni = 2 * self->ndim + 2};
-    memcpy(a.i, self->sizes, sizeof(int64_t) * (size_t)self->ndim);
-    memcpy(a.i + self->ndim, self->strides, sizeof(int64_t) * (size_t)self->ndim);
-    a.i[2 * self->ndim] = self->ndim;
-    a.i[2 * self->ndim + 1] = self->offset;
-    TensorImpl *out[1] = {self};
-    Node *v = record(OP_as_strided, &a, out, 1, NULL, false);
+    Node *v = record_as_strided(base, self); /* self = base.as_strided(self's geometry), with history */
     ag_node_release(v);
     ag_node_release(cs);
     return v ? 0 : -1;

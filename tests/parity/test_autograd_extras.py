@@ -536,3 +536,82 @@ def test_custom_two_outputs_matches_torch(which):
             ct.assert_close(lib.ct_grad(h), t.grad, rtol=1e-12, atol=1e-12)
         else:
             assert lib.ct_grad(h) is None
+
+
+def test_view_history_after_inplace_on_base():
+    """a view whose base (or another view of it) was written in place takes its
+    history anew from its base's, as torch regenerates a view's grad_fn"""
+    from ctypes import c_int64
+    for n, r, a in [("ct_mul_scalar", ct.T, [ct.CT, c_double]), ("ct_mul_scalar_", c_int, [ct.T, c_double]),
+                    ("ct_narrow", ct.T, [ct.T, c_int, c_int64, c_int64]), ("ct_mul", ct.T, [ct.CT, ct.CT]),
+                    ("ct_sum", ct.T, [ct.CT]), ("ct_backward", c_int, [ct.T, ct.T]), ("ct_grad", ct.T, [ct.T]),
+                    ("ct_select", ct.T, [ct.T, c_int, c_int64]), ("ct_exp_", c_int, [ct.T]), ("ct_mul_", c_int, [ct.T, ct.CT]),
+                    ("ct_view", ct.T, [ct.T, ct.I64P, c_int])]:
+        ct.declare(n, r, a)
+    lib = ct.lib
+    F64 = torch.float64
+    g = torch.Generator().manual_seed(3)
+
+    def both(prog):
+        """prog(api) with api the torch or the ctorch side; the grads of x and w"""
+        tx = torch.randn(5, generator=g, dtype=F64)
+        tw = torch.randn(1, generator=g, dtype=F64)
+        hx, hw = leaf(tx), leaf(tw)
+        x, w = tx.clone().requires_grad_(), tw.clone().requires_grad_()
+        prog("torch", x, w).sum().backward()
+        out = prog("ct", hx, hw)
+        ct.check_int(lib.ct_backward(ct.check(lib.ct_sum(out)), None))
+        for t, h in ((x, hx), (w, hw)):
+            if t.grad is None:
+                assert not lib.ct_grad(h)
+            else:
+                ct.assert_close(ct.check(lib.ct_grad(h)), t.grad, rtol=1e-12, atol=1e-12)
+
+    def narrow_then_base(api, x, w):
+        if api == "torch":
+            y = x * 1.0
+            v = y.narrow(0, 0, 3)
+            y.mul_(2.0)
+            return v * v
+        y = lib.ct_mul_scalar(x, 1.0)
+        v = lib.ct_narrow(y, 0, 0, 3)
+        lib.ct_mul_scalar_(y, 2.0)
+        return lib.ct_mul(v, v)
+
+    def select_then_exp(api, x, w):
+        if api == "torch":
+            y = x * 1.0
+            v = y.select(0, 1)
+            y.exp_()
+            return v * v
+        y = lib.ct_mul_scalar(x, 1.0)
+        v = lib.ct_select(y, 0, 1)
+        lib.ct_exp_(y)
+        return lib.ct_mul(v, v)
+
+    def sibling_view(api, x, w):
+        if api == "torch":
+            y = x * 1.0
+            v = y.narrow(0, 0, 3)
+            y.narrow(0, 1, 2).mul_(w)
+            return v * v
+        y = lib.ct_mul_scalar(x, 1.0)
+        v = lib.ct_narrow(y, 0, 0, 3)
+        lib.ct_mul_(lib.ct_narrow(y, 0, 1, 2), w)
+        return lib.ct_mul(v, v)
+
+    def view_of_view(api, x, w):
+        if api == "torch":
+            y = x * 1.0
+            v = y.view(5, 1)
+            u = v.narrow(0, 1, 3)
+            v.mul_(w)
+            return u * 3.0
+        y = lib.ct_mul_scalar(x, 1.0)
+        v = lib.ct_view(y, ct.i64([5, 1]), 2)
+        u = lib.ct_narrow(v, 0, 1, 3)
+        lib.ct_mul_(v, w)
+        return lib.ct_mul_scalar(u, 3.0)
+
+    for prog in (narrow_then_base, select_then_exp, sibling_view, view_of_view):
+        both(prog)
