@@ -105,9 +105,10 @@ int d_outer(BackwardCtx *c, TensorImpl **gi) {
  * column), the products are matmuls again, and the engine sums the batch
  * dims that were broadcast. */
 int d_matmul(BackwardCtx *c, TensorImpl **gi) {
+    /* a is saved only when b needs its gradient, and b when a does */
     TensorImpl *a = IN(0), *b = IN(1), *g = G;
-    bool a1 = a->ndim == 1, b1 = b->ndim == 1;
-    TensorImpl *am = a1 ? unsq(a, 0) : a, *bm = b1 ? unsq(b, -1) : b;
+    bool a1 = META(0)->ndim == 1, b1 = META(1)->ndim == 1;
+    TensorImpl *am = !c->needs[1] ? NULL : a1 ? unsq(a, 0) : a, *bm = !c->needs[0] ? NULL : b1 ? unsq(b, -1) : b;
     if (a1 && b1) g = unsq(unsq(g, 0), 0);
     else if (a1) g = unsq(g, -2);
     else if (b1) g = unsq(g, -1);
@@ -124,15 +125,16 @@ int d_matmul(BackwardCtx *c, TensorImpl **gi) {
 
 /* linear(x, w, bias) = x @ w^T + bias */
 int d_linear(BackwardCtx *c, TensorImpl **gi) {
+    /* x is saved only when w needs its gradient, and w when x does */
     TensorImpl *x = IN(0), *w = IN(1);
-    if (w->ndim == 2) {
+    if (META(1)->ndim == 2) {
         SET(0, bin(OP_matmul, G, w));
         if (c->needs[1]) {
-            if (x->ndim == 1) SET(1, bin(OP_outer, G, x));
+            if (META(0)->ndim == 1) SET(1, bin(OP_outer, G, x));
             else SET(1, bin(OP_mm, mT(to2d(G)), to2d(x)));
         }
     } else { /* w 1-d: out = x @ w */
-        if (x->ndim == 1) {
+        if (META(0)->ndim == 1) {
             SET(0, bin(OP_mul, G, w));
             SET(1, bin(OP_mul, G, x));
         } else {

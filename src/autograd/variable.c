@@ -328,6 +328,20 @@ static int meta_words(TensorImpl *const *t, int n) {
     return w;
 }
 
+/* Whether input k must be saved: the products save an operand only for the
+ * other operand's gradient, and only when that one requires grad, as torch's
+ * generated code does (saving it anyway made a later in-place op on it an
+ * error in backward: z = y * 1.5; y.add_(1) is a residual block's pattern). */
+static bool save_needed(int op, const OpArgs *a, int k) {
+    switch (op) {
+    case OP_mul: case OP_mm: case OP_bmm: case OP_mv: case OP_dot: case OP_outer: case OP_matmul: case OP_linear:
+        return k > 1 || ag_requires_grad(a->t[1 - k]);
+    case OP_div: return k != 0 || ag_requires_grad(a->t[1]);
+    case OP_addmm: case OP_baddbmm: return k < 1 || k > 2 || ag_requires_grad(a->t[3 - k]);
+    default: return true;
+    }
+}
+
 /* Makes the node for op's call with inputs a->t and outputs out[0..n), saving
  * what the row's flags ask for; self_saved replaces input 0 in the saved set
  * (in-place ops save self before they overwrite it). */
@@ -346,7 +360,8 @@ static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl
         if (!t) continue;
         node->next[k] = ag_gradient_edge(t);
         ag_input_meta(node, &node->in_meta[k], t);
-        if (saves_input(flags, k)) ag_save(&node->saved_in[k], k == 0 && self_saved ? self_saved : t, false);
+        if (saves_input(flags, k) && save_needed(op, a, k))
+            ag_save(&node->saved_in[k], k == 0 && self_saved ? self_saved : t, false);
     }
     for (int j = 0; j < n; j++) {
         if (out[j]) ag_input_meta(node, &node->out_meta[j], out[j]);

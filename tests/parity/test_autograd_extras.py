@@ -615,3 +615,52 @@ def test_view_history_after_inplace_on_base():
 
     for prog in (narrow_then_base, select_then_exp, sibling_view, view_of_view):
         both(prog)
+
+
+def test_products_save_an_operand_only_for_the_others_gradient():
+    """torch saves y in y * w only when w requires grad (and so for mm, matmul,
+    linear, addmm, div's numerator): a later in-place op on y is then no error;
+    when the saved value is needed the error stays"""
+    from ctypes import c_int64
+    for n, r, a in [("ct_mul_scalar", ct.T, [ct.CT, c_double]), ("ct_add_scalar_", c_int, [ct.T, c_double]),
+                    ("ct_mul", ct.T, [ct.CT, ct.CT]), ("ct_div", ct.T, [ct.CT, ct.CT]), ("ct_matmul", ct.T, [ct.CT, ct.CT]),
+                    ("ct_mm", ct.T, [ct.CT, ct.CT]), ("ct_clone", ct.T, [ct.CT]), ("ct_sum", ct.T, [ct.CT]),
+                    ("ct_backward", c_int, [ct.T, ct.T]), ("ct_grad", ct.T, [ct.T]),
+                    ("ct_linear", ct.T, [ct.CT, ct.CT, ct.CT])]:
+        ct.declare(n, r, a)
+    lib = ct.lib
+    F64 = torch.float64
+    g = torch.Generator().manual_seed(5)
+    x0, c0 = torch.randn(3, 3, generator=g, dtype=F64), torch.randn(3, 3, generator=g, dtype=F64)
+    progs = {
+        "mul_scalar": (lambda y, c: y * 1.5, lambda y, c: lib.ct_mul_scalar(y, 1.5)),
+        "mul": (lambda y, c: y * c, lambda y, c: lib.ct_mul(y, c)),
+        "div": (lambda y, c: y / c, lambda y, c: lib.ct_div(y, c)),
+        "matmul": (lambda y, c: y @ c, lambda y, c: lib.ct_matmul(y, c)),
+        "mm": (lambda y, c: c.mm(y), lambda y, c: lib.ct_mm(c, y)),
+        "linear": (lambda y, c: torch.nn.functional.linear(c, y), lambda y, c: lib.ct_linear(c, y, None)),
+    }
+    for name, (tf, cf) in progs.items():
+        for c_grad in (False, True):
+            what = f"{name} c requires grad={c_grad}"
+            tx, tc = x0.clone().requires_grad_(), c0.clone().requires_grad_(c_grad)
+            ty = tx.clone()
+            tz = tf(ty, tc)
+            ty.add_(1.0)
+            try:
+                tz.sum().backward()
+                err = None
+            except RuntimeError as e:
+                err = str(e)
+            hx = leaf(x0)
+            hc = leaf(c0) if c_grad else ct.from_torch(c0)
+            hy = lib.ct_clone(hx)
+            hz = ct.check(cf(hy, hc))
+            ct.check_int(lib.ct_add_scalar_(hy, 1.0))
+            rc = lib.ct_backward(ct.check(lib.ct_sum(hz)), None)
+            if err is None:
+                assert rc == 0, f"{what}: ctorch fails where torch does not: {ct.last_error()}"
+                ct.assert_close(ct.check(lib.ct_grad(hx)), tx.grad, rtol=1e-12, atol=1e-12, what=what + ": ")
+            else:
+                assert rc == -1 and "modified by an inplace operation" in ct.last_error(), what
+                ct.clear_error()
