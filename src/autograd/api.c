@@ -221,7 +221,7 @@ ct_tensor *ct_movedim(const ct_tensor *h, const int *source, const int *destinat
     if (!t) return NULL;
     int nd = t->ndim;
     if (n > 0 && (!source || !destination)) return c10_error("movedim: invalid argument: source or destination is NULL");
-    if (n < 0 || n > nd)
+    if (n < 0 || n > (nd ? nd : 1)) /* a 0-dim tensor has dim 0 (-1) for this, as torch */
         return c10_error("movedim: Invalid source or destination dims: source (%d dims) should contain the same "
                          "number of dims as destination (%d dims)", n, n);
     int perm[CT_MAX_DIMS], src[CT_MAX_DIMS], dst[CT_MAX_DIMS];
@@ -237,6 +237,7 @@ ct_tensor *ct_movedim(const ct_tensor *h, const int *source, const int *destinat
         }
         used_src[src[i]] = used_dst[dst[i]] = true;
     }
+    if (nd == 0) return ct_permute(h, perm, 0);
     for (int i = 0; i < nd; i++) perm[i] = -1;
     for (int i = 0; i < n; i++) perm[dst[i]] = src[i];
     for (int i = 0, s = 0; i < nd; i++) {
@@ -483,6 +484,7 @@ int ct_set_grad(ct_tensor *h, const ct_tensor *grad) {
     if (!t) return -1;
     TensorImpl *g = NULL;
     if (grad && !(g = c10_unwrap(grad))) return -1;
+    if (g && g->dtype != t->dtype) return c10_error_int("assigned grad has data of a different type");
     if (g && (g->ndim != t->ndim || memcmp(g->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim)))
         return c10_error_int("assigned grad has data of a different size");
     AutogradMeta *m = ag_meta(t);
@@ -500,6 +502,12 @@ int ct_zero_grad(ct_tensor *h, bool set_to_none) {
         c10_release(t->autograd->grad);
         t->autograd->grad = NULL;
         return 0;
+    }
+    if (t->autograd->grad->autograd) { /* a grad with history (create_graph): detached first, as torch */
+        TensorImpl *d = c10_alias(t->autograd->grad);
+        if (!d) return -1;
+        c10_release(t->autograd->grad);
+        t->autograd->grad = d;
     }
     return c10_fill(t->autograd->grad, 0);
 }

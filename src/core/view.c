@@ -216,9 +216,10 @@ TensorImpl *c10_expand(const TensorImpl *t, const int64_t *shape, int ndim) {
     int64_t sizes[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     for (int i = ndim - 1; i >= 0; i--) {
         int off = ndim - 1 - i, d = t->ndim - 1 - off;
-        /* a new leading dim gets the stride it would have if contiguous (PyTorch's inferExpandGeometry) */
+        /* a new leading dim gets the stride it would have if contiguous (PyTorch's
+         * inferExpandGeometry); every dim of an expanded 0-dim tensor gets 0 */
         int64_t size = d >= 0 ? t->sizes[d] : 1,
-                stride = d >= 0 ? t->strides[d] : (i == ndim - 1 ? 1 : sizes[i + 1] * strides[i + 1]);
+                stride = d >= 0 ? t->strides[d] : (i == ndim - 1 ? 0 : sizes[i + 1] * strides[i + 1]);
         int64_t target = shape[i];
         if (target == -1) {
             if (d < 0)

@@ -664,3 +664,41 @@ def test_products_save_an_operand_only_for_the_others_gradient():
             else:
                 assert rc == -1 and "modified by an inplace operation" in ct.last_error(), what
                 ct.clear_error()
+
+
+def test_grad_setter_zero_grad_expand_and_movedim_of_0dim():
+    """set_grad checks the dtype first, as torch; zero_grad (not to None) detaches
+    a grad with history before zeroing it; a 0-dim tensor expands with strides 0
+    and moves its dim 0 (-1) onto itself"""
+    from ctypes import c_int64
+    for n, r, a in [("ct_set_grad", c_int, [ct.T, ct.T]), ("ct_zero_grad", c_int, [ct.T, c_bool]),
+                    ("ct_grad", ct.T, [ct.T]), ("ct_requires_grad", c_bool, [ct.T]), ("ct_mul", ct.T, [ct.CT, ct.CT]),
+                    ("ct_sum", ct.T, [ct.CT]), ("ct_expand", ct.T, [ct.T, ct.I64P, c_int]),
+                    ("ct_movedim", ct.T, [ct.T, ct.INTP, ct.INTP, c_int]),
+                    ("ct_autograd_grad", c_int, [ct.TP, ct.TP, c_int, ct.TP, c_int, ct.TP, c_bool, c_bool, c_bool]),
+                    ("ct_backward_ex", c_int, [ct.T, ct.T, c_bool, c_bool])]:
+        ct.declare(n, r, a)
+    lib = ct.lib
+    x = leaf(torch.tensor([1.0, 2.0], dtype=torch.float64))
+    assert lib.ct_set_grad(x, ct.from_torch(torch.zeros(2))) == -1
+    assert "assigned grad has data of a different type" in ct.last_error()
+    assert lib.ct_set_grad(x, ct.from_torch(torch.zeros(3))) == -1  # float32 and a wrong size: the type first
+    assert "assigned grad has data of a different type" in ct.last_error()
+    assert lib.ct_set_grad(x, ct.from_torch(torch.zeros(3, dtype=torch.float64))) == -1
+    assert "assigned grad has data of a different size" in ct.last_error()
+    ct.clear_error()
+    if ct.has("ct_backward_ex"):
+        y = lib.ct_sum(lib.ct_mul(x, x))
+        ct.check_int(lib.ct_backward_ex(y, None, False, True))  # create_graph: x.grad has history
+        assert lib.ct_requires_grad(lib.ct_grad(x))
+        ct.check_int(lib.ct_zero_grad(x, False))
+        gx = lib.ct_grad(x)
+        assert not lib.ct_requires_grad(gx)
+        ct.assert_close(gx, torch.zeros(2, dtype=torch.float64))
+    s = torch.tensor(5.0)
+    for shape in [(1, 1), (2, 1), (1,), (3, 1, 2)]:
+        h = ct.check(lib.ct_expand(ct.from_torch(s), ct.i64(shape), len(shape)))
+        ct.assert_same_layout(h, s.expand(*shape), what=f"expand {shape}: ")
+    for src, dst in [([0], [-1]), ([-1], [0])]:
+        h = ct.check(lib.ct_movedim(ct.from_torch(s), ct.i32(src), ct.i32(dst), 1))
+        ct.assert_close(h, s.movedim(src, dst))
