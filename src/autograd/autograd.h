@@ -235,4 +235,8 @@ CT_INTERNAL int ag_run_backward(TensorImpl **roots, TensorImpl **grads, int nroo
 /* Unwraps n handles into t[]; false (error kept) if any is NULL/dead. */
 CT_INTERNAL bool api_unwrap(const ct_tensor *const *h, TensorImpl **t, int n);
 
+/* anomaly mode (hooks.c): on, the engine names the forward op of a NaN gradient */
+CT_INTERNAL extern bool ag_anomaly;
+CT_INTERNAL int ag_anomaly_check(Node *n, TensorImpl **gi);
+
 #endif /* CT_AUTOGRAD_H */

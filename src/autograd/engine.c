@@ -19,8 +19,6 @@
 /* Hooks are in hooks.c. */
 CT_INTERNAL TensorImpl *ag_run_hooks(Hook *h, TensorImpl *grad);
 CT_INTERNAL int ag_custom_apply(Node *n, TensorImpl **go, TensorImpl **gi);
-CT_INTERNAL int ag_anomaly_check(Node *n, TensorImpl **gi);
-CT_INTERNAL extern bool ag_anomaly;
 
 static atomic_uint_fast64_t task_counter = 1;
 

@@ -272,12 +272,15 @@ static int check_saved(Node *n, SavedVariable *sv, int output_nr) {
     if (now != sv->version) {
         char owner[96] = "";
         Node *fn = sv->is_output ? n : ag_grad_fn(t);
-        if (fn) snprintf(owner, sizeof owner, ", which is output %d of %s", sv->is_output ? output_nr : t->autograd->output_nr, fn->name);
+        if (fn) snprintf(owner, sizeof owner, ", which is output %d of %s,", sv->is_output ? output_nr : t->autograd->output_nr, fn->name);
         return c10_error_int("one of the variables needed for gradient computation has been modified by an inplace "
-                             "operation: [torch.%s %s]%s, is at version %u; expected version %u instead. Hint: the "
-                             "backtrace further above shows the operation that failed to compute its gradient. The "
-                             "variable in question was changed in there or anywhere later. Good luck!",
-                             legacy_type_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version);
+                             "operation: [torch.%s %s]%s is at version %u; expected version %u instead. Hint: %s",
+                             legacy_type_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version,
+                             ag_anomaly ? "the backtrace further above shows the operation that failed to compute its "
+                                          "gradient. The variable in question was changed in there or anywhere later. "
+                                          "Good luck!"
+                                        : "enable anomaly detection to find the operation that failed to compute its "
+                                          "gradient, with torch.autograd.set_detect_anomaly(True).");
     }
     return 0;
 }

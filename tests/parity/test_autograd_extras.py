@@ -702,3 +702,28 @@ def test_grad_setter_zero_grad_expand_and_movedim_of_0dim():
     for src, dst in [([0], [-1]), ([-1], [0])]:
         h = ct.check(lib.ct_movedim(ct.from_torch(s), ct.i32(src), ct.i32(dst), 1))
         ct.assert_close(h, s.movedim(src, dst))
+
+
+def test_inplace_version_error_text_is_torchs():
+    """the saved tensor's description (no ', which is output ...,' for one without
+    history) and the hint for when anomaly mode is off, word for word"""
+    for n, r, a in [("ct_mul", ct.T, [ct.CT, ct.CT]), ("ct_add_scalar_", c_int, [ct.T, c_double]),
+                    ("ct_clone", ct.T, [ct.CT]), ("ct_sum", ct.T, [ct.CT]), ("ct_backward", c_int, [ct.T, ct.T])]:
+        ct.declare(n, r, a)
+    lib = ct.lib
+    v = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    for with_history in (False, True):
+        tw = v.clone().requires_grad_()
+        ta = (tw * 1.0).clone() if with_history else v.clone()
+        tz = ta * tw
+        ta.add_(1.0)
+        with pytest.raises(RuntimeError) as e:
+            tz.sum().backward()
+        w = leaf(v)
+        a = lib.ct_clone(lib.ct_mul(w, ct.from_torch(torch.ones(3, dtype=torch.float64)))) if with_history \
+            else ct.from_torch(v)
+        z = lib.ct_mul(a, w)
+        ct.check_int(lib.ct_add_scalar_(a, 1.0))
+        assert lib.ct_backward(lib.ct_sum(z), None) == -1
+        assert ct.last_error() == str(e.value), (ct.last_error(), str(e.value))
+        ct.clear_error()
