@@ -554,6 +554,13 @@ static void shape_text(char *out, size_t cap, const ct_tensor *t) {
     snprintf(out, cap, "torch.Size(%s)", c10_shape_str(ct_sizes(t), ct_ndim(t)));
 }
 
+/* A batch norm's num_batches_tracked that a state dict lacks (older
+ * checkpoints) is 0, not missing, as torch's _NormBase loads it. */
+static bool is_num_batches_tracked(const char *name) {
+    const char *dot = strrchr(name, '.');
+    return !strcmp(dot ? dot + 1 : name, "num_batches_tracked");
+}
+
 int ct_module_load_state_dict(ct_module *m, const ct_state_dict *sd, bool strict) {
     if (!m || !sd) return c10_error_int("load_state_dict: module or state dict is NULL");
     Flat f = {0};
@@ -568,7 +575,7 @@ int ct_module_load_state_dict(ct_module *m, const ct_state_dict *sd, bool strict
     for (int i = 0; i < f.n; i++) {
         int k = ct_state_dict_find(sd, f.names[i]);
         if (k < 0) {
-            if (strict) {
+            if (strict && !is_num_batches_tracked(f.names[i])) {
                 buf_str(&missing, missing.len ? ", \"" : "\"");
                 buf_str(&missing, f.names[i]);
                 buf_str(&missing, "\"");
@@ -635,6 +642,7 @@ int ct_module_load_state_dict(ct_module *m, const ct_state_dict *sd, bool strict
         bool prev = ct_set_grad_enabled(false);
         for (int i = 0; i < f.n && rc == 0; i++) {
             int k = ct_state_dict_find(sd, f.names[i]);
+            if (k < 0 && is_num_batches_tracked(f.names[i])) rc = ct_fill_(f.ts[i], 0); /* as torch's _NormBase */
             if (k < 0) continue;
             ct_tensor *src = ct_state_dict_tensor(sd, k);
             if (!src || ct_copy_(f.ts[i], src) < 0) rc = -1;

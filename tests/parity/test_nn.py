@@ -530,3 +530,25 @@ def test_digits_cnn_trains_step_for_step_like_torch(mods):
                                 what=f"step {step} {name}: ")
     finally:
         lib.ct_optimizer_free(opt)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_batch_norm_state_dict_without_num_batches_tracked(mods, strict):
+    """an older checkpoint without num_batches_tracked loads, which is then 0, as
+    torch's _NormBase fills it in"""
+    m = keep(mods, seq(lib.ct_nn_linear(3, 3, True), lib.ct_nn_batch_norm2d(3, 1e-5, 0.1, True, True)))
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.BatchNorm2d(3))
+    tm[1].num_batches_tracked.fill_(7)
+    ct.check(lib.ct_module_forward(m, ct.from_torch(torch.randn(2, 3, 4, 3))))  # its count 1 before the load
+    assert ct.to_torch(lib.ct_module_get(m, b"1.num_batches_tracked")).item() == 1
+    tsd = {k: v.clone() for k, v in tm.state_dict().items() if not k.endswith("num_batches_tracked")}
+    sd = lib.ct_state_dict_new()
+    try:
+        for name, t in tsd.items():
+            lib.ct_state_dict_set(sd, name.encode(), ct.from_torch(t))
+        tm.load_state_dict(tsd, strict=strict)
+        assert lib.ct_module_load_state_dict(m, sd, strict) == 0, ct.last_error()
+        ct.assert_close(lib.ct_module_get(m, b"1.num_batches_tracked"), tm[1].num_batches_tracked)
+        ct.assert_close(lib.ct_module_get(m, b"1.running_var"), tm[1].running_var)
+    finally:
+        lib.ct_state_dict_free(sd)
