@@ -18,13 +18,6 @@ static bool check_reduction(const char *op, ct_reduction r) {
     return false;
 }
 
-/* x as dtype d, differentiably (a new reference) */
-static TensorImpl *as_dtype(TensorImpl *x, ct_dtype d) {
-    if (!x || x->dtype == d) return x ? c10_retain(x) : NULL;
-    OpArgs a = {.t = {x}, .nt = 1, .i = {d}, .ni = 1};
-    return ag_call1(OP_to_dtype, &a);
-}
-
 ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
                             ct_reduction reduction, int64_t ignore_index, double label_smoothing) {
     TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w;
@@ -35,7 +28,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
     bool prob = c10_is_float(x->dtype) && c10_is_float(t->dtype) && x->ndim == t->ndim &&
                 !memcmp(x->sizes, t->sizes, sizeof(int64_t) * (size_t)x->ndim);
     if (prob) d = c10_promote(c10_promote(d, t->dtype), w && c10_is_float(w->dtype) ? w->dtype : d);
-    TensorImpl *xs = as_dtype(x, d), *ts = prob ? as_dtype(t, d) : c10_retain(t), *ws = prob ? as_dtype(w, d) : c10_retain(w);
+    TensorImpl *xs = ag_to_dtype(x, d), *ts = ag_to_dtype(t, prob ? d : t->dtype), *ws = ag_to_dtype(w, prob ? d : w ? w->dtype : d);
     ct_tensor *r = NULL;
     if (xs && ts && (ws || !w)) {
         OpArgs a = {.t = {xs, ts, ws}, .nt = 3, .i = {reduction, ignore_index}, .ni = 2, .s = {label_smoothing}};

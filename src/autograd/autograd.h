@@ -203,6 +203,8 @@ CT_INTERNAL TensorImpl *ag_binary(int op, TensorImpl *a, TensorImpl *b);
 CT_INTERNAL TensorImpl *ag_binary_scalar(int op, TensorImpl *a, double s);
 CT_INTERNAL TensorImpl *ag_add_alpha(TensorImpl *a, TensorImpl *b, double alpha);
 CT_INTERNAL TensorImpl *ag_wrapped_scalar(double v, ct_dtype like);
+/* x as dtype d, differentiably (x itself, retained, when it has d already) */
+CT_INTERNAL TensorImpl *ag_to_dtype(TensorImpl *x, ct_dtype d);
 CT_INTERNAL TensorImpl *ag_sum_to_size(TensorImpl *g, const int64_t *shape, int ndim);
 CT_INTERNAL TensorImpl *ag_zeros_like_meta(const InputMeta *m);
 

@@ -268,8 +268,7 @@ static TensorImpl *validate_grad(Node *node, int k, TensorImpl *g) {
         return c10_error("Function %s returned an invalid gradient at index %d - got %s but expected shape compatible "
                          "with %s", node->name, k, c10_shape_str(g->sizes, g->ndim), c10_shape_str(m->sizes, m->ndim));
     if (r && r->dtype != m->dtype) { /* grad.to(input's dtype), as validate_outputs does */
-        OpArgs a = {.t = {r}, .nt = 1, .i = {m->dtype}, .ni = 1};
-        TensorImpl *c = ag_call1(OP_to_dtype, &a);
+        TensorImpl *c = ag_to_dtype(r, m->dtype);
         c10_release(r);
         r = c;
     }

@@ -40,11 +40,7 @@ static TensorImpl *to2d(TensorImpl *x) {
     shape[0] = n;
     return reshape(x, shape, 2);
 }
-static TensorImpl *to_dtype(TensorImpl *x, ct_dtype d) {
-    if (!x || x->dtype == d) return x;
-    OpArgs a = {.t = {x}, .nt = 1, .i = {d}, .ni = 1};
-    return F(ag_call1(OP_to_dtype, &a));
-}
+static TensorImpl *to_dtype(TensorImpl *x, ct_dtype d) { return F(ag_to_dtype(x, d)); }
 #define SET(k, expr)                                                             \
     do {                                                                         \
         if (c->needs[k] && !(gi[k] = c10_retain(expr))) return -1;               \

@@ -165,8 +165,7 @@ static TensorImpl *shape_gradient(TensorImpl *gi, const InputMeta *m) {
         c10_release(gi);
     }
     if (r && r->dtype != m->dtype) {
-        OpArgs a = {.t = {r}, .nt = 1, .i = {m->dtype}, .ni = 1};
-        TensorImpl *c = ag_call1(OP_to_dtype, &a);
+        TensorImpl *c = ag_to_dtype(r, m->dtype);
         c10_release(r);
         r = c;
     }

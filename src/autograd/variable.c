@@ -505,6 +505,12 @@ int ag_call_inplace(int op, OpArgs *a) {
 
 /* ------------------------------------------------------ convenience wrappers */
 
+TensorImpl *ag_to_dtype(TensorImpl *x, ct_dtype d) {
+    if (!x || x->dtype == d) return x ? c10_retain(x) : NULL;
+    OpArgs a = {.t = {x}, .nt = 1, .i = {d}, .ni = 1};
+    return ag_call1(OP_to_dtype, &a);
+}
+
 TensorImpl *ag_unary(int op, TensorImpl *a) {
     if (!a) return NULL;
     OpArgs args;
