@@ -43,6 +43,10 @@ static int overlap_error(const char *op) {
 }
 
 /* The end of a forward: out[0] = o when r is 0, else o is released; 1 or -1. */
+/* c10_check_value_fits for a value torch holds as a float Scalar: a negative
+ * one does not wrap into uint8 (an integral one does) */
+static int float_value_fits(double v, ct_dtype d) { return c10_check_value_fits(d == CT_UINT8 && v < 0 ? -256 : v, d); }
+
 static int put_out(int r, TensorImpl *o, TensorImpl **out) {
     if (r < 0) {
         c10_release(o);
@@ -1001,8 +1005,8 @@ int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
         if (a->t[k]) defined++, masks += a->t[k]->dtype == CT_BOOL || a->t[k]->dtype == CT_UINT8;
     if (values->dtype != self->dtype && !a->i[0] && values->numel == 1 && masks == 1 && defined == 1) {
         double v = values->device == CT_META ? 0 : c10_get(values, 0);
-        bool neg_float = c10_is_float(values->dtype) && self->dtype == CT_UINT8 && v < 0; /* does not wrap */
-        if (c10_check_value_fits(neg_float ? -256 : v, self->dtype) < 0) return -1;
+        if ((c10_is_float(values->dtype) ? float_value_fits(v, self->dtype) : c10_check_value_fits(v, self->dtype)) < 0)
+            return -1;
         if (!(cast = c10_full(values->sizes, values->ndim, v, self->dtype, values->device))) return -1;
     }
     int r = index_put_run(a, self, cast ? cast : values, out);
@@ -1427,8 +1431,7 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
     int np = a->ni;
     if (np % 2) return c10_error_int("pad: Padding length must be divisible by 2");
     if (np / 2 > self->ndim) return c10_error_int("pad: Padding length too large");
-    /* pad's value is a float in torch: a negative one does not wrap into uint8 */
-    if (c10_check_value_fits(self->dtype == CT_UINT8 && a->s[0] < 0 ? -256 : a->s[0], self->dtype) < 0) return -1;
+    if (float_value_fits(a->s[0], self->dtype) < 0) return -1; /* pad's value is a float in torch */
     /* torch's order: negative pads crop first (a narrow a side: the crops may not
      * exceed the dim), which is all when no pad is positive; else every padded
      * dim keeps at least one element */
