@@ -100,6 +100,18 @@ static TensorImpl *minmax_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *a, Tens
 }
 #define MINMAX_BWD(g, a, b, m) minmax_bwd(c, g, a, b, m)
 
+/* g masked by a condition on x (piecewise-linear functions' gradients), with
+ * create_graph recorded as depending on x through a zero derivative, as
+ * torch's hardtanh_backward / leaky_relu_backward are: the gradient then
+ * requires grad and a gradient penalty can differentiate it again (x * 0 + 1
+ * is positive or NaN, where threshold_backward passes g) */
+static TensorImpl *zero_link(BackwardCtx *c, TensorImpl *v, TensorImpl *x) {
+    (void)c;
+    if (!v || !ag_grad_enabled() || !ag_requires_grad(x)) return v;
+    return THRESHOLD_BWD(v, ADDS(BINS(mul, x, 0), 1));
+}
+#define ZERO_LINK(v, x) zero_link(c, v, x)
+
 /* ---- the UNARY and BINARY rows ---- */
 #define DU(name, d)                                                              \
     static int du_##name(BackwardCtx *c, TensorImpl **gi) {                      \

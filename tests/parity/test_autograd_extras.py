@@ -1,6 +1,7 @@
 """Parity of custom functions, gradcheck, torch.autograd.functional and graph
 printing with PyTorch. Expected values come from torch at test time."""
 import ctypes
+import math
 import re
 from ctypes import POINTER, Structure, c_bool, c_char_p, c_double, c_int, c_size_t, c_void_p
 
@@ -727,3 +728,39 @@ def test_inplace_version_error_text_is_torchs():
         assert lib.ct_backward(lib.ct_sum(z), None) == -1
         assert ct.last_error() == str(e.value), (ct.last_error(), str(e.value))
         ct.clear_error()
+
+
+def test_piecewise_linear_gradients_differentiable_again():
+    """with create_graph, hardtanh's, relu6's and leaky_relu's gradients require
+    grad (their derivative in x is zero), as torch's: a gradient penalty works;
+    values at the kinks, NaN and infinities are torch's"""
+    for n, r, a in [("ct_hardtanh", ct.T, [ct.CT, c_double, c_double]), ("ct_relu6", ct.T, [ct.CT]),
+                    ("ct_leaky_relu", ct.T, [ct.CT, c_double]), ("ct_sum", ct.T, [ct.CT]),
+                    ("ct_mul", ct.T, [ct.CT, ct.CT]), ("ct_requires_grad", c_bool, [ct.T]),
+                    ("ct_autograd_grad", c_int, [ct.TP, ct.TP, c_int, ct.TP, c_int, ct.TP, c_bool, c_bool, c_bool])]:
+        ct.declare(n, r, a)
+    lib = ct.lib
+    F = torch.nn.functional
+    vals = [-7.0, -2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 6.0, 7.0, math.nan, math.inf, -math.inf]
+    cases = [(lambda t: F.hardtanh(t), lambda h: lib.ct_hardtanh(h, -1.0, 1.0)),
+             (lambda t: F.hardtanh(t, -0.5, 0.5), lambda h: lib.ct_hardtanh(h, -0.5, 0.5)),
+             (lambda t: F.relu6(t), lambda h: lib.ct_relu6(h)),
+             (lambda t: F.leaky_relu(t, 0.1), lambda h: lib.ct_leaky_relu(h, 0.1))]
+    for k, (tf, cf) in enumerate(cases):
+        # torch's hardtanh gradient at NaN depends on the element's place (1 in its
+        # scalar tail, 0 in its vector body): leaky_relu's NaN is checked only
+        x = torch.tensor([v for v in vals if k == 3 or v == v], dtype=torch.float64, requires_grad=True)
+        g, = torch.autograd.grad(tf(x).sum(), x, create_graph=True)
+        hx = leaf(x.detach())
+        out = (c_void_p * 1)(ct.check(lib.ct_sum(ct.check(cf(hx)))))
+        ins = (c_void_p * 1)(hx)
+        res = (c_void_p * 1)()
+        ct.check_int(lib.ct_autograd_grad(out, None, 1, ins, 1, res, True, True, False))
+        ct.assert_close(res[0], g.detach(), what="grad: ")
+        assert lib.ct_requires_grad(res[0]) == g.requires_grad
+        # a gradient penalty: d/dx sum(g * g), zero here as in torch
+        g2, = torch.autograd.grad((g * g).sum(), x, allow_unused=True)
+        out2 = (c_void_p * 1)(ct.check(lib.ct_sum(ct.check(lib.ct_mul(res[0], res[0])))))
+        res2 = (c_void_p * 1)()
+        ct.check_int(lib.ct_autograd_grad(out2, None, 1, ins, 1, res2, True, False, True))
+        ct.assert_close(res2[0], g2 if g2 is not None else torch.zeros_like(x.detach()), what="penalty: ")
