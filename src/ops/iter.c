@@ -447,6 +447,49 @@ static inline void block_2(const void *src, int64_t ldi, void *dst, int64_t ldo,
 #define SIMD_BI_8 8
 #define SIMD_BJ_8 8
 #define SFENCE() _mm_sfence()
+#elif defined(__AVX2__)
+#include <immintrin.h>
+/* Without AVX-512: 8 x 8 floats and 4 x 4 doubles in ymm registers (element by
+ * element, a tile's source column walked rows 16 KB apart, all in one L1 set:
+ * t().contiguous() of [4096, 4096] float32 ran at 3.4 GB/s). Plain stores. */
+static inline void block_4(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
+    (void)stream;
+    const float *in = src;
+    float *out = dst;
+    __m256 r[8], t[8];
+    for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(in + k * ldi);
+    for (int k = 0; k < 8; k += 2)
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    for (int k = 0; k < 8; k += 4) { /* rows k..k+3: columns c, c + 4 in u[k + c] */
+        r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44), r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+        r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44), r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(out + c * ldo, _mm256_permute2f128_ps(r[c], r[c + 4], 0x20));
+        _mm256_storeu_ps(out + (c + 4) * ldo, _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
+    }
+}
+static inline void block_8(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
+    (void)stream;
+    const double *in = src;
+    double *out = dst;
+    __m256d r[4], t[4];
+    for (int k = 0; k < 4; k++) r[k] = _mm256_loadu_pd(in + k * ldi);
+    t[0] = _mm256_unpacklo_pd(r[0], r[1]), t[1] = _mm256_unpackhi_pd(r[0], r[1]);
+    t[2] = _mm256_unpacklo_pd(r[2], r[3]), t[3] = _mm256_unpackhi_pd(r[2], r[3]);
+    for (int c = 0; c < 2; c++) {
+        _mm256_storeu_pd(out + c * ldo, _mm256_permute2f128_pd(t[c], t[c + 2], 0x20));
+        _mm256_storeu_pd(out + (c + 2) * ldo, _mm256_permute2f128_pd(t[c], t[c + 2], 0x31));
+    }
+}
+#define block_2 NULL
+#define SIMD_BI_2 1
+#define SIMD_BJ_2 1
+#define SIMD_BI_4 8
+#define SIMD_BJ_4 8
+#define SIMD_BI_8 4
+#define SIMD_BJ_8 4
+#define SFENCE() ((void)0)
 #else
 #define block_2 NULL
 #define block_4 NULL
