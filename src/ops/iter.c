@@ -460,7 +460,7 @@ static inline void block_4(const void *src, int64_t ldi, void *dst, int64_t ldo,
     for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(in + k * ldi);
     for (int k = 0; k < 8; k += 2)
         t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-    for (int k = 0; k < 8; k += 4) { /* rows k..k+3: columns c, c + 4 in u[k + c] */
+    for (int k = 0; k < 8; k += 4) { /* rows k..k+3: columns c and c + 4 into r[k + c] */
         r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44), r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
         r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44), r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
     }
