@@ -322,7 +322,13 @@ ct_tensor *ct_detach(const ct_tensor *h) {
 
 /* ---- multi-result views ---- */
 
-static int split_sizes(const ct_tensor *h, const int64_t *sizes, int n, int dim, ct_tensor **out) {
+/* Marks n pieces of a multi-view function (see ag_mark_multi_output). */
+static int multi_output(ct_tensor **out, int n, const char *node_name) {
+    for (int i = 0; i < n; i++) ag_mark_multi_output(c10_unwrap(out[i]), i, node_name);
+    return n;
+}
+
+static int split_sizes(const ct_tensor *h, const int64_t *sizes, int n, int dim, ct_tensor **out, const char *name) {
     int raw = dim;
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
@@ -347,11 +353,11 @@ static int split_sizes(const ct_tensor *h, const int64_t *sizes, int n, int dim,
         }
         start += sizes[i];
     }
-    return n;
+    return multi_output(out, n, name);
 }
 
 int ct_split_with_sizes(const ct_tensor *t, const int64_t *sizes, int n, int dim, ct_tensor **out) {
-    return split_sizes(t, sizes, n, dim, out);
+    return split_sizes(t, sizes, n, dim, out, "SplitWithSizesBackward0");
 }
 
 int ct_split(const ct_tensor *h, int64_t split_size, int dim, ct_tensor **out, int cap) {
@@ -371,7 +377,7 @@ int ct_split(const ct_tensor *h, int64_t split_size, int dim, ct_tensor **out, i
     int64_t sizes[4096];
     if (n > 4096) return c10_error_int("split: too many pieces (%lld)", (long long)n);
     for (int64_t i = 0; i < n; i++) sizes[i] = (i == n - 1) ? size - split_size * (n - 1) : split_size;
-    return split_sizes(h, sizes, (int)n, d, out);
+    return split_sizes(h, sizes, (int)n, d, out, "SplitBackward0");
 }
 
 int ct_chunk(const ct_tensor *h, int chunks, int dim, ct_tensor **out, int cap) {
@@ -387,7 +393,7 @@ int ct_chunk(const ct_tensor *h, int chunks, int dim, ct_tensor **out, int cap) 
         int64_t sizes[4096];
         if (chunks > cap || chunks > 4096) return c10_error_int("chunk: out holds %d tensors but %d are needed", cap, chunks);
         for (int i = 0; i < chunks; i++) sizes[i] = 0;
-        return split_sizes(h, sizes, chunks, d, out);
+        return split_sizes(h, sizes, chunks, d, out, "SplitBackward0");
     }
     return ct_split(h, split, d, out, cap);
 }
@@ -406,7 +412,7 @@ int ct_unbind(const ct_tensor *h, int dim, ct_tensor **out, int cap) {
             for (int64_t j = 0; j < i; j++) ct_free(out[j]);
             return -1;
         }
-    return (int)n;
+    return multi_output(out, (int)n, "UnbindBackward0");
 }
 
 /* ------------------------------------------------------------------- copies */

@@ -113,9 +113,18 @@ struct AutogradMeta {
     bool is_view;             /* a differentiable view of base */
     TensorImpl *base;         /* the view's base (strong) */
     unsigned attr_version;    /* a view: the storage's version when its history was set */
+    unsigned char creation;   /* a view: CM_* (how it was made: may it be written in place?) */
+    int view_nr;              /* an output of split / unbind: which one (for messages) */
     Hook *hooks;              /* leaf hooks, run before accumulation */
     const char *name;         /* optional, for graph printing */
 };
+
+/* PyTorch's CreationMeta: views that an in-place op may not rebase (their
+ * history cannot be rewritten, or was never recorded). */
+enum { CM_DEFAULT, CM_MULTI_OUTPUT, CM_NO_GRAD };
+/* Output i of split / unbind ... becomes a CM_MULTI_OUTPUT view whose node
+ * carries the function's name. */
+CT_INTERNAL void ag_mark_multi_output(TensorImpl *t, int i, const char *node_name);
 
 /* The flags column of ops.def. */
 enum {

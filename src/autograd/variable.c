@@ -194,7 +194,8 @@ static Node *record_as_strided(TensorImpl *base, TensorImpl *t) {
 static void refresh_view(const TensorImpl *ct) {
     TensorImpl *t = (TensorImpl *)ct;
     AutogradMeta *m = t ? t->autograd : NULL;
-    if (!m || !m->is_view || m->attr_version == c10_version(t) || !ag_grad_enabled()) return;
+    if (!m || !m->is_view || m->creation != CM_DEFAULT || m->attr_version == c10_version(t) || !ag_grad_enabled())
+        return;
     m->attr_version = c10_version(t);
     AutogradMeta *bm = m->base->autograd;
     if (bm && (bm->requires_grad || bm->grad_fn)) ag_node_release(record_as_strided(m->base, t));
@@ -385,24 +386,70 @@ static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl
 static void mark_view(TensorImpl *view, TensorImpl *input) {
     AutogradMeta *m = view ? ag_meta(view) : NULL;
     if (!m) return;
-    TensorImpl *base = input->autograd && input->autograd->is_view ? input->autograd->base : input;
+    AutogradMeta *im = input->autograd && input->autograd->is_view ? input->autograd : NULL;
     m->is_view = true;
     m->attr_version = c10_version(view);
+    /* made without grad mode: never rebased; else as the view it was made from */
+    m->creation = !ag_grad_enabled() ? CM_NO_GRAD : im ? im->creation : CM_DEFAULT;
+    m->view_nr = 0;
     c10_release(m->base);
-    m->base = c10_retain(base);
+    m->base = c10_retain(im ? im->base : input);
 }
 
-static bool needs_history(int op, const OpArgs *a) {
-    if (!ag_grad_enabled() || !deriv_info[op].backward || deriv_info[op].backward == NONE) return false;
-    for (int k = 0; k < a->nt; k++)
-        if (ag_requires_grad(a->t[k])) return true;
-    return false;
+void ag_mark_multi_output(TensorImpl *t, int i, const char *node_name) {
+    AutogradMeta *m = t->autograd;
+    if (!ag_grad_enabled() || !m || !m->is_view) return; /* no_grad views are CM_NO_GRAD already */
+    m->creation = CM_MULTI_OUTPUT;
+    m->view_nr = i;
+    if (m->grad_fn) m->grad_fn->name = node_name;
+}
+
+static bool view_requires_grad(const TensorImpl *t) {
+    return ag_requires_grad(t) || (t->autograd && t->autograd->is_view && ag_requires_grad(t->autograd->base));
+}
+
+/* PyTorch's handle_view_on_rebase: a view made without grad mode, or one of
+ * several views a function returned, may not take a new history: it fails
+ * when written in place (direct), or used after its base or a sibling was
+ * (indirect), with grad mode on. */
+static int view_rebase_error(const TensorImpl *t, bool direct) {
+    AutogradMeta *m = t->autograd;
+    if (!m || !m->is_view || m->creation == CM_DEFAULT || !ag_grad_enabled()) return 0;
+    if (!direct && (m->attr_version == c10_version(t) || !(m->grad_fn || ag_requires_grad(m->base)))) return 0;
+    const char *what = direct ? "is being" : "its base or another view of its base has been";
+    char head[160];
+    if (m->grad_fn) snprintf(head, sizeof head, "Output %d of %s is a view", m->view_nr, m->grad_fn->name);
+    else snprintf(head, sizeof head, "A view was created in no_grad mode and");
+    const char *tail = m->creation == CM_MULTI_OUTPUT
+        ? "This view is the output of a function that returns multiple views. Such functions do not allow the "
+          "output views to be modified inplace. You should replace the inplace operation by an out-of-place one."
+        : "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+          "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+          "inplace to be tracked) or both outside (if you want the inplace to be tracked).";
+    if (m->creation == CM_NO_GRAD || !m->grad_fn)
+        return c10_error_int("%s%s %s modified inplace with grad mode enabled. %s", head,
+                             m->grad_fn ? " of a view which was created in no_grad mode and" : "", what, tail);
+    return c10_error_int("%s and %s modified inplace. %s", head, what, tail);
+}
+
+/* 1: record the op's history, 0: not, -1: an input is a view that may not be
+ * used any more (view_rebase_error). */
+static int needs_history(int op, const OpArgs *a) {
+    if (!ag_grad_enabled() || !deriv_info[op].backward || deriv_info[op].backward == NONE) return 0;
+    int rec = 0;
+    for (int k = 0; k < a->nt; k++) {
+        if (a->t[k] && view_rebase_error(a->t[k], false) < 0) return -1;
+        if (ag_requires_grad(a->t[k])) rec = 1;
+    }
+    return rec;
 }
 
 int ag_call(int op, const OpArgs *a, TensorImpl **out) {
+    int rec = needs_history(op, a);
+    if (rec < 0) return -1;
     int n = at_call(op, a, out);
-    if (n > 0 && (deriv_info[op].flags & F_VIEW) && ag_grad_enabled()) mark_view(out[0], a->t[0]);
-    if (n < 0 || !needs_history(op, a)) return n;
+    if (n > 0 && (deriv_info[op].flags & F_VIEW)) mark_view(out[0], a->t[0]);
+    if (n < 0 || !rec) return n;
     if (!record(op, a, out, n, NULL, true)) { /* the outputs hold the node */
         for (int j = 0; j < n; j++) c10_release(out[j]);
         return -1;
@@ -462,7 +509,11 @@ static int copy_slices(TensorImpl *self, Node *fn) {
 
 int ag_call_inplace(int op, OpArgs *a) {
     TensorImpl *self = a->t[0];
-    bool rec = needs_history(op, a);
+    bool req = view_requires_grad(self);
+    for (int k = 1; k < a->nt && !req; k++) req = a->t[k] && ag_requires_grad(a->t[k]);
+    if (req && view_rebase_error(self, true) < 0) return -1;
+    int rec = needs_history(op, a);
+    if (rec < 0) return -1;
     if (ag_grad_enabled() && ag_is_leaf(self) && ag_requires_grad(self))
         return c10_error_int("a leaf Variable that requires grad is being used in an in-place operation.");
     if (rec && self->autograd && self->autograd->is_view && ag_is_leaf(self->autograd->base) &&

@@ -77,6 +77,10 @@ int c10_infer_shape(const char *op, int64_t *shape, int ndim, int64_t numel) {
  * Walk both shapes from the right, matching chunks of t's dims that are
  * contiguous with each other. */
 bool c10_view_strides(const TensorImpl *t, const int64_t *shape, int ndim, int64_t *out) {
+    if (t->numel == 0 && ndim == t->ndim && !memcmp(shape, t->sizes, (size_t)ndim * sizeof *shape)) {
+        if (ndim) memcpy(out, t->strides, (size_t)ndim * sizeof *out); /* same shape: keep them, as torch */
+        return true;
+    }
     if (t->numel == 0 || t->ndim == 0) { /* any strides do; use contiguous ones */
         int64_t st = 1;
         for (int i = ndim - 1; i >= 0; i--) {
