@@ -739,12 +739,26 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
             return c10_error_int("%s: Found dtype %s but expected %s", name, c10_dtype_cname(y->dtype),
                                  c10_dtype_cname(x->dtype));
         d = x->dtype;
-    } else if (op == OP_binary_cross_entropy_with_logits && c10_is_float(y->dtype)) {
+    } else if (op == OP_binary_cross_entropy_with_logits) {
+        /* torch's composite: -input, 1 - target, then float results written
+         * into tensors of the input's (integer) or the target's dtype */
+        if (x->dtype == CT_BOOL)
+            return c10_error_int("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                                 "to invert a mask, use the `~` or `logical_not()` operator instead.");
+        if (y->dtype == CT_BOOL)
+            return c10_error_int("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                                 "Use the `^` or `logical_xor()` operator instead.");
+        if (!c10_is_float(x->dtype) || !c10_is_float(y->dtype))
+            return c10_error_int("result type %s can't be cast to the desired output type %s",
+                                 c10_dtype_cname(c10_is_float(x->dtype) ? x->dtype : CT_FLOAT32),
+                                 c10_dtype_cname(c10_is_float(x->dtype) ? y->dtype : x->dtype));
         d = y->dtype;
     } else {
         d = c10_promote(x->dtype, y->dtype);
     }
-    if (!c10_is_float(d)) return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(d));
+    if (!c10_is_float(d) && op != OP_l1_loss)
+        return c10_error_int("\"%s\" not implemented for '%s'", op == OP_mse_loss ? "mse_cpu"
+                             : op == OP_smooth_l1_loss ? "smooth_l1_cpu" : name, c10_dtype_cname(d));
     *cd = d;
     return 0;
 }
@@ -760,11 +774,32 @@ static TensorImpl *pw_run(const char *name, const ew_kernel *k, TensorImpl *cons
     return o;
 }
 
+/* l1_loss of integers (or a bool): abs(x - y) then the reduction, torch's
+ * composite, with its errors (bools do not subtract; integers have no mean). */
+static int int_l1_loss(const OpArgs *a, TensorImpl **out) {
+    OpArgs b;
+    op_args_init(&b, 2, a->t[0], a->t[1], 1.0);
+    TensorImpl *d = at_call1(OP_sub, &b), *r = NULL;
+    if (!d) return -1;
+    op_args_init(&b, 1, d, NULL, 0);
+    TensorImpl *ad = at_call1(OP_abs, &b);
+    c10_release(d);
+    if (!ad || a->i[0] == CT_REDUCTION_NONE) ONE(ad);
+    op_args_init(&b, 1, ad, NULL, 0);
+    b.ni = 2; /* keepdim false, every dim */
+    b.i[0] = b.i[1] = 0;
+    r = at_call1(a->i[0] == CT_REDUCTION_MEAN ? OP_mean : OP_sum, &b);
+    c10_release(ad);
+    ONE(r);
+}
+
 /* t[0] input, t[1] target, t[2] weight or NULL, t[3] pos_weight or NULL
  * (binary_cross_entropy_with_logits); i: reduction; s: beta (smooth_l1). */
 int fwd_pw_loss(int op, const OpArgs *a, TensorImpl **out) {
     ct_dtype rd;
     if (nn_pw_check(op, a, &rd) < 0) return -1;
+    if (!c10_is_float(rd) || (op == OP_l1_loss && (a->t[0]->dtype == CT_BOOL || a->t[1]->dtype == CT_BOOL)))
+        return int_l1_loss(a, out);
     const PwInfo *pi = pw_info(op);
     TensorImpl *ops[4] = {a->t[0], a->t[1]};
     int n = 2;

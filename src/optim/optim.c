@@ -1,7 +1,8 @@
 /* optim.c: torch.optim's SGD, Adam, AdamW and RMSprop with their exact update
  * rules (torch 1.13, single-tensor path), parameter groups, state save/load,
  * and clip_grad_norm_. Updates run in no-grad mode, in place, as one fused
- * elementwise loop per parameter over its contiguous data (float32/float64),
+ * elementwise loop per parameter over its contiguous data (float32/float64;
+ * a parameter of another layout through a contiguous copy),
  * performing torch's operations in torch's order with the scalars cast to the
  * parameter's dtype, as ATen's kernels do. */
 #include "nn/nn.h"
@@ -50,8 +51,6 @@ static int add_params(ct_optimizer *o, ct_tensor *const *params, int n, int grou
             return c10_error_int("%s: parameters must be float32 or float64 tensors, got %s", kind_name[o->kind],
                                  ct_dtype_name(dt));
         if (!ct_is_leaf(p)) return c10_error_int("can't optimize a non-leaf Tensor");
-        if (!ct_is_contiguous(p))
-            return c10_error_int("%s: parameters must be contiguous", kind_name[o->kind]);
         for (int j = 0; j < o->np; j++)
             if (c10_unwrap(o->ps[j].p) == c10_unwrap(p))
                 return c10_error_int("some parameters appear in more than one parameter group");
@@ -251,7 +250,7 @@ DEFINE_KERNELS(double, f64, COLD_CODE) /* float64: for size */
 static ct_tensor *ensure_buf(PState *s, int k) {
     if (!s->buf[k]) {
         bool prev = ct_set_grad_enabled(false);
-        s->buf[k] = nn_own(ct_zeros_like(s->p));
+        s->buf[k] = nn_own(ct_zeros(ct_sizes(s->p), ct_ndim(s->p), ct_dtype_of(s->p))); /* contiguous */
         ct_set_grad_enabled(prev);
     }
     return s->buf[k];
@@ -270,9 +269,11 @@ static int step_one(ct_optimizer *o, PState *s) {
     const Group *G = &o->g[s->group];
     bool f32 = ct_dtype_of(s->p) == CT_FLOAT32;
     int64_t n = ct_numel(s->p);
-    void *p = ct_data_ptr(s->p), *gd = g ? ct_data_ptr(g) : NULL;
+    /* a parameter of another layout is updated in a contiguous copy, then written back */
+    ct_tensor *pc = ct_is_contiguous(s->p) ? s->p : ct_contiguous(s->p);
+    void *p = pc ? ct_data_ptr(pc) : NULL, *gd = g ? ct_data_ptr(g) : NULL;
     int rc = 0;
-    if (!gd && n > 0) rc = -1;
+    if ((!gd || !p) && n > 0) rc = -1;
     else if (o->kind == O_SGD) {
         bool first = !s->buf[0];
         void *b = NULL;
@@ -299,7 +300,9 @@ static int step_one(ct_optimizer *o, PState *s) {
             else rmsprop_f64(p, gd, sq, b, ga, n, G);
         }
     }
-    if (rc == 0) c10_bump_version(c10_unwrap(s->p)); /* an in-place update, as param.add_() counts */
+    if (rc == 0 && pc != s->p) rc = ct_copy_(s->p, pc);
+    else if (rc == 0) c10_bump_version(c10_unwrap(s->p)); /* an in-place update, as param.add_() counts */
+    if (pc != s->p) ct_free(pc);
     if (g != g0) ct_free(g);
     ct_free(g0);
     return rc;

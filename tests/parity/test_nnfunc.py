@@ -775,6 +775,24 @@ def test_loss_mixed_dtypes():
                           lambda: Fn.layer_norm(logits, (3,), None, w), f"layer_norm bias {xd} {yd}", tol=lt)
 
 
+def test_loss_integer_and_bool_operands():
+    """torch's outcomes with integer or bool operands: l1_loss of integers is
+    |x - y| (no mean of integers), bools do not subtract, a binary_cross_entropy_with_logits
+    target must be floating (1 - target keeps its dtype), the others are not implemented"""
+    ft = ct.from_torch
+    dts = [torch.int64, torch.int32, torch.uint8, torch.bool, F32]
+    for xd in dts:
+        for yd in dts:
+            if xd == F32 and yd == F32:
+                continue
+            x = (torch.rand(2, 3, generator=GEN) * 3).to(xd)
+            y = (torch.rand(2, 3, generator=GEN) * 3).to(yd)
+            for name, (cfn, tfn) in PW.items():
+                for red in RED:
+                    _same_outcome(lambda: cfn(ft(x), ft(y), None, None, RED[red], 0.5),
+                                  lambda: tfn(x, y, None, None, red, 0.5), f"{name} {xd} {yd} {red}")
+
+
 @pytest.mark.parametrize("shape", [(3, 4), (4,), (2, 3, 2, 2)])
 def test_cross_entropy_probs_weight_grad(shape):
     """with class probabilities torch differentiates cross_entropy in the weight too"""

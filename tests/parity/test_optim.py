@@ -91,12 +91,18 @@ def make_ct(kind, hs, args):
     return fn(arr(hs), len(hs), *args)
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("kind,kw,args", CONFIGS)
-def test_step_for_step(owned, kind, kw, args, dtype):
+def test_step_for_step(owned, kind, kw, args, dtype, layout):
+    """strided: parameters of any layout (a transpose, a slice with gaps, a permuted
+    block) are updated in place in their own memory, as torch's"""
     g = torch.Generator().manual_seed(0)
     init = [torch.randn(4, 3, generator=g, dtype=dtype), torch.randn(5, generator=g, dtype=dtype),
             torch.randn(2, 2, 2, generator=g, dtype=dtype)]
+    if layout == "strided":
+        init = [torch.randn(3, 4, generator=g, dtype=dtype).t(), torch.randn(10, generator=g, dtype=dtype)[1::2],
+                torch.randn(2, 2, 2, generator=g, dtype=dtype).permute(2, 0, 1)]
     tparams = [p.clone().requires_grad_(True) for p in init]
     topt = TORCH_CLS[kind](tparams, **kw)
     hs = leaves(init)
@@ -113,6 +119,7 @@ def test_step_for_step(owned, kind, kw, args, dtype):
         assert lib.ct_optimizer_step(o) == 0, ct.last_error()
         for i, (tp, h) in enumerate(zip(tparams, hs)):
             ct.assert_close(h, tp.detach(), rtol=tol, atol=tol, what=f"step {step} param {i}: ")
+            assert tuple(ct.strides(h)) == init[i].stride()
 
 
 def test_param_groups_and_schedulers(owned):
