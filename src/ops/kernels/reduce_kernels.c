@@ -92,9 +92,27 @@
 #define FLOAT_BLOCK_1 SUM_BLOCK
 #define FLOAT_BLOCK_2(name, T, A, LN, S) VBLOCK(name, T, A, S)
 #else
-#define HALF_BLOCK(name, S) SUM_BLOCK(name, uint16_t, float, 64, S)
 #define FLOAT_BLOCK_1 SUM_BLOCK
 #define FLOAT_BLOCK_2 SUM_BLOCK
+#ifdef __F16C__
+/* contiguous float16 without AVX-512: 8 at a time through vcvtph2ps (the
+ * scalar _cvtsh_ss kept the loop scalar), SUM_BLOCK's 64 lanes in 8 registers */
+#define HALF_BLOCK(name, S) HALF_BLOCK_##name##_##S
+#define HALF_BLOCK_f16_1                                                                 \
+    static inline void block_f16_1(float *restrict acc, const uint16_t *restrict y, int64_t m) { \
+        __m256 a[8];                                                                     \
+        for (int q = 0; q < 8; q++) a[q] = _mm256_loadu_ps(acc + 8 * q);                 \
+        for (int64_t k = 0; k < m; k += 64)                                              \
+            for (int q = 0; q < 8; q++)                                                  \
+                a[q] = _mm256_add_ps(a[q], _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + k + 8 * q)))); \
+        for (int q = 0; q < 8; q++) _mm256_storeu_ps(acc + 8 * q, a[q]);                \
+    }
+#define HALF_BLOCK_f16_2 SUM_BLOCK(f16, uint16_t, float, 64, 2)
+#define HALF_BLOCK_bf16_1 SUM_BLOCK(bf16, uint16_t, float, 64, 1)
+#define HALF_BLOCK_bf16_2 SUM_BLOCK(bf16, uint16_t, float, 64, 2)
+#else
+#define HALF_BLOCK(name, S) SUM_BLOCK(name, uint16_t, float, 64, S)
+#endif
 #endif
 
 /* acc[0] after the pairwise fold of the lanes (64 floats, 32 doubles): for w =
@@ -220,6 +238,19 @@ rk_fn rk_sum_kernel(ct_dtype dt, int64_t stride) {
 #define V8_(L, S) _mm512_add_ps(V4_(L, S, ), V4_(L, S, 4))
 #define V4A_(L, S) V4_(L, S, )
 #define V1_(L, S) L(a0 + S * j)
+#elif defined __F16C__
+/* contiguous float16 rows without AVX-512: 8 at a time through vcvtph2ps */
+#define VEC_f16(S, E) VEC_F16C_##S(E)
+#define VEC_F16C_2(E)
+#define VEC_F16C_1(E)                                                                    \
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(pp + j, _mm256_add_ps(_mm256_loadu_ps(pp + j), E(LOADV8_f16, 1)));
+#define LOADV8_f16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define V4_(L, S, o) _mm256_add_ps(_mm256_add_ps(L(a##o##0 + S * j), L(a##o##1 + S * j)), \
+                                   _mm256_add_ps(L(a##o##2 + S * j), L(a##o##3 + S * j)))
+#define V8_(L, S) _mm256_add_ps(V4_(L, S, ), V4_(L, S, 4))
+#define V4A_(L, S) V4_(L, S, )
+#define V1_(L, S) L(a0 + S * j)
+#define VEC_bf16(S, E)
 #else
 #define VEC_f16(S, E)
 #define VEC_bf16(S, E)
