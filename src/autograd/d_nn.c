@@ -13,8 +13,7 @@
  * outputs, which would cost memory for the whole life of the graph.
  * Limitations: weights (and pos_weight) are not differentiable, as in PyTorch
  * ("the derivative for 'weight' is not implemented"), but cross_entropy's with
- * class probabilities (torch's is composite there); for class-probability
- * targets the mixed second derivative input/target is not recorded. */
+ * class probabilities (torch's is composite there). */
 #include "autograd/formulas.h"
 #include "ops/nn.h"
 #include <math.h>
@@ -96,6 +95,14 @@ int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {
     if (c->needs[0]) {
         if (!ag_grad_enabled()) {
             if (nn_cross_entropy_grad(x, target, w, G, reduction, ignore, eps, false, &gi[0], NULL) < 0) return -1;
+        } else if (geom.prob) { /* (p A - w t') gb, A = sum of w t' over the classes: in x, t and w */
+            TensorImpl *wt = eps > 0 ? ADDS(MULS(target, 1 - eps), eps / (double)geom.C) : target;
+            if (w) wt = MUL(wt, channel_view(w, x->ndim));
+            int dim = cls;
+            TensorImpl *A = reduce_dims(OP_sum_dims, wt, &dim, 1, true);
+            TensorImpl *r = MUL(SUB(MUL(softmax_dim(OP_softmax, x, cls), A), wt), class_gb(c, x, target, w, true));
+            if (!r) return -1;
+            gi[0] = c10_retain(r);
         } else {
             TensorImpl *a = NULL, *A = NULL;
             if (nn_cross_entropy_grad(x, target, w, G, reduction, ignore, eps, true, &a, &A) < 0) return -1;
@@ -148,7 +155,8 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
                                  takes the target's with x and y swapped, not negated */
         TensorImpl *diff = which == 0 ? SUB(x, y) : SUB(y, x);
         TensorImpl *one = F(ag_wrapped_scalar(1, diff ? diff->dtype : CT_FLOAT32)), *mone = NEG(one);
-        OpArgs hi = {.t = {CMPS(ge, diff, beta), one, DIVS(diff, beta)}, .nt = 3};
+        /* beta 0: the middle is only NaN's; torch's double backward is 0 there */
+        OpArgs hi = {.t = {CMPS(ge, diff, beta), one, beta > 0 ? DIVS(diff, beta) : MULS(diff, 0)}, .nt = 3};
         OpArgs lo = {.t = {CMPS(le, diff, -beta), mone, F(ag_call1(OP_where, &hi))}, .nt = 3};
         d = lo.t[2] ? F(ag_call1(OP_where, &lo)) : NULL;
         break;

@@ -209,15 +209,77 @@ int d_select(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
 int d_diagonal(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
 int d_unfold(BackwardCtx *c, TensorImpl **gi) { return view_scatter(c, gi); }
 
-/* as_strided's geometry is in storage coordinates: relative to the input's
- * own offset and strides (PyTorch's as_strided_backward for dense inputs). */
+/* The storage span [lo, hi] that a geometry reaches (hi < lo: no element). */
+static void geometry_span(const int64_t *sz, const int64_t *st, int n, int64_t off, int64_t *lo, int64_t *hi) {
+    *lo = *hi = off;
+    for (int d = 0; d < n; d++) {
+        if (sz[d] == 0) {
+            *hi = *lo - 1;
+            return;
+        }
+        int64_t e = (sz[d] - 1) * st[d];
+        *(e < 0 ? lo : hi) += e;
+    }
+}
+/* Can two indices of the geometry reach one location? (dims by stride: each
+ * must step past all the earlier ones reach) */
+static bool geometry_overlaps(const int64_t *sz, const int64_t *st, int n) {
+    int64_t a[CT_MAX_DIMS], z[CT_MAX_DIMS];
+    int m = 0;
+    for (int d = 0; d < n; d++) {
+        if (sz[d] < 2) continue;
+        int64_t v = st[d] < 0 ? -st[d] : st[d];
+        int k = m++;
+        for (; k > 0 && a[k - 1] > v; k--) a[k] = a[k - 1], z[k] = z[k - 1];
+        a[k] = v, z[k] = sz[d];
+    }
+    int64_t reach = 0;
+    for (int k = 0; k < m; k++) {
+        if (a[k] <= reach) return true;
+        reach += (z[k] - 1) * a[k];
+    }
+    return false;
+}
+
+/* as_strided's geometry is in storage coordinates (PyTorch's
+ * as_strided_backward): the gradient is added into zeros spanning the storage
+ * both geometries reach (repeatedly where the output overlaps itself), divided
+ * by how many input elements share a location where the input overlaps
+ * itself, and read back at the input's geometry. */
 int d_as_strided(BackwardCtx *c, TensorImpl **gi) {
     const OpArgs *a = c->args;
+    const InputMeta *in = META(0);
     int n = (int)a->i[a->ni - 2];
-    TensorImpl v = {.ndim = n, .offset = a->i[a->ni - 1] - c->node->in_meta[0].offset};
-    memcpy(v.sizes, a->i, sizeof(int64_t) * (size_t)n);
-    memcpy(v.strides, a->i + n, sizeof(int64_t) * (size_t)n);
-    return (gi[0] = scatter_view(G, &c->node->in_meta[0], &v)) ? 0 : -1;
+    const int64_t *osz = a->i, *ost = a->i + n, ooff = a->i[a->ni - 1];
+    int64_t ilo, ihi, olo, ohi;
+    geometry_span(in->sizes, in->strides, in->ndim, in->offset, &ilo, &ihi);
+    geometry_span(osz, ost, n, ooff, &olo, &ohi);
+    if (ihi < ilo) { /* an empty input */
+        TensorImpl *z = F(c10_empty(in->sizes, in->ndim, G->dtype, G->device));
+        if (!z || c10_fill(z, 0) < 0) return -1;
+        RET(z);
+    }
+    int64_t lo = ohi < olo || ilo < olo ? ilo : olo, hi = ohi < olo || ihi > ohi ? ihi : ohi, span = hi - lo + 1, one = 1;
+    InputMeta flat = {.sizes = &span, .strides = &one, .ndim = 1, .dtype = G->dtype, .device = G->device};
+    TensorImpl v = {.ndim = n, .offset = ooff - lo};
+    memcpy(v.sizes, osz, sizeof(int64_t) * (size_t)n);
+    memcpy(v.strides, ost, sizeof(int64_t) * (size_t)n);
+    TensorImpl *g = F(scatter_view(G, &flat, &v));
+    if (g && geometry_overlaps(in->sizes, in->strides, in->ndim)) {
+        TensorImpl *ones = F(c10_empty(in->sizes, in->ndim, G->dtype, G->device));
+        TensorImpl w = {.ndim = in->ndim, .offset = in->offset - lo};
+        memcpy(w.sizes, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
+        memcpy(w.strides, in->strides, sizeof(int64_t) * (size_t)in->ndim);
+        if (!ones || c10_fill(ones, 1) < 0) return -1;
+        g = DIV(g, F(scatter_view(ones, &flat, &w))); /* count 0 outside the input: never read */
+    }
+    if (!g) return -1;
+    OpArgs r = {.t = {g}, .nt = 1, .ni = 2 * in->ndim + 2};
+    memcpy(r.i, in->sizes, sizeof(int64_t) * (size_t)in->ndim);
+    memcpy(r.i + in->ndim, in->strides, sizeof(int64_t) * (size_t)in->ndim);
+    r.i[2 * in->ndim] = in->ndim;
+    r.i[2 * in->ndim + 1] = in->offset - lo + g->offset;
+    return (gi[0] = ag_call1(OP_as_strided, &r)) ? 0 : -1;
 }
 
 /* t[0] = g; i as view_scatter. Backward: the same view of the gradient laid

@@ -950,3 +950,32 @@ def test_views_that_may_not_be_rebased(name):
         assert got == want
     else:
         assert terr in cerr, f"torch: {terr}\nctorch: {cerr}"
+
+
+def test_as_strided_backward_of_any_input_layout():
+    """as_strided's geometry is in storage coordinates whatever its input's layout
+    (a slice with gaps, an expand, a transpose): torch's as_strided_backward (the
+    gradient laid on the storage both reach; an overlapping input shares it)"""
+    ct.declare("ct_as_strided", ct.T, [ct.CT, ct.I64P, ct.I64P, c_int, ct.c_int64])
+    store = torch.arange(1.0, 25.0, dtype=torch.float64)
+    gen = torch.Generator().manual_seed(5)
+    inputs = [store[1::3], store[:1].expand(6), store[:12].view(3, 4).t(), store[2:8], store[:6].view(2, 3)[:, ::2],
+              store[4:8].view(2, 2).expand(3, 2, 2)]
+    for x in inputs:
+        base = x.storage_offset()
+        for _ in range(6):
+            nd = int(torch.randint(1, 3, (1,), generator=gen))
+            sizes = [int(v) for v in torch.randint(1, 4, (nd,), generator=gen)]
+            strides = [int(v) for v in torch.randint(0, 4, (nd,), generator=gen)]
+            reach = sum((s - 1) * st for s, st in zip(sizes, strides))
+            off = int(torch.randint(0, max(1, 24 - reach), (1,), generator=gen))
+            tx = x.detach().requires_grad_()
+            out = tx.as_strided(sizes, strides, off)
+            v = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+            want, = torch.autograd.grad(out, tx, v)
+            hx = leaf(x)
+            ho = ct.check(ct.lib.ct_as_strided(hx, ct.i64(sizes), ct.i64(strides), nd, off))
+            ct.assert_close(ho, out.detach())
+            got = ct.grads_of(ho, hx, v)
+            ct.assert_close(got, want, rtol=1e-12, atol=1e-12,
+                            what=f"input {tuple(x.shape)}{x.stride()}+{base} as_strided {sizes} {strides} {off}: ")

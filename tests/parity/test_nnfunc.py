@@ -384,7 +384,7 @@ def test_pointwise_losses(name, reduction):
                 for beta in betas:
                     for lay, xx in layouts(x):
                         what = f"{name} {shape} {reduction} w={w is not None} pw={pw is not None} beta={beta} {lay}"
-                        second = name not in ("l1",) and not (name == "smooth_l1" and beta == 0)
+                        second = name not in ("l1",)
                         check_fn(lambda hx, hy, hw, hp: cfn(hx, hy, hw, hp, RED[reduction], beta),
                                  lambda tx, ty, tw, tp: tfn(tx, ty, tw, tp, reduction, beta),
                                  [xx, y, w, pw], [0, 1], what, second=second)
@@ -795,7 +795,8 @@ def test_loss_integer_and_bool_operands():
 
 @pytest.mark.parametrize("shape", [(3, 4), (4,), (2, 3, 2, 2)])
 def test_cross_entropy_probs_weight_grad(shape):
-    """with class probabilities torch differentiates cross_entropy in the weight too"""
+    """with class probabilities torch differentiates cross_entropy in the weight too,
+    and the input's gradient again in the input, the target and the weight"""
     C = shape[1] if len(shape) > 1 else shape[0]
     x = randn(*shape)
     p = torch.softmax(randn(*shape), 1 if len(shape) > 1 else 0)
@@ -804,7 +805,7 @@ def test_cross_entropy_probs_weight_grad(shape):
         for eps in (0.0, 0.2):
             check_fn(lambda hx, hp, hw: lib.ct_cross_entropy(hx, hp, hw, RED[red], -100, eps),
                      lambda tx, tp, tw: Fn.cross_entropy(tx, tp, tw, reduction=red, label_smoothing=eps),
-                     [x, p, w], [0, 2], f"ce probs weight grad {shape} {red} eps={eps}", second=False)
+                     [x, p, w], [0, 1, 2], f"ce probs weight grad {shape} {red} eps={eps}")
 
 
 def test_cross_entropy_probs_promoted_grad():
