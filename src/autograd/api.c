@@ -294,7 +294,7 @@ ct_tensor *ct_unflatten(const ct_tensor *h, int dim, const int64_t *sizes, int n
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return NULL;
     if (n <= 0 || !sizes) return c10_error("unflatten: sizes must be non-empty");
-    if (t->ndim - 1 + n > CT_MAX_DIMS) return c10_error("unflatten: too many dimensions");
+    if (n > CT_MAX_DIMS || t->ndim - 1 + n > CT_MAX_DIMS) return c10_error("unflatten: too many dimensions");
     int64_t shape[CT_MAX_DIMS], part[CT_MAX_DIMS];
     memcpy(part, sizes, sizeof(int64_t) * (size_t)n);
     int64_t prod = 1;
@@ -550,6 +550,7 @@ int ct_autograd_grad(const ct_tensor *const *outputs, const ct_tensor *const *gr
                      bool create_graph, bool allow_unused) {
     if (noutputs <= 0 || noutputs > 64 || ninputs <= 0 || ninputs > 64)
         return c10_error_int("grad: between 1 and 64 outputs and inputs are supported");
+    if (!outputs || !inputs || !results) return c10_error_int("grad: invalid argument: outputs, inputs or results is NULL");
     TensorImpl *outs[64], *gos[64], *ins[64], *res[64];
     if (!api_unwrap(outputs, outs, noutputs) || !api_unwrap(inputs, ins, ninputs)) return -1;
     for (int i = 0; i < noutputs; i++) {

@@ -205,6 +205,7 @@ int ct_nn_append(ct_module *container, ct_module *m) {
 /* ------------------------------------------------------------ forward */
 ct_tensor *ct_module_forward_n(ct_module *m, const ct_tensor *const *inputs, int n) {
     if (!m) return c10_error("forward: module is NULL");
+    if (n < 0 || (n > 0 && !inputs)) return c10_error("forward: invalid argument: inputs is NULL");
     for (int i = 0; i < n; i++)
         if (!c10_unwrap(inputs[i])) return NULL;
     if (!m->ops.forward)

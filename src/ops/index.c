@@ -429,6 +429,7 @@ typedef struct {
 static void gs_walk_init(GSWalk *w, const TensorImpl *index, const TensorImpl *t, const TensorImpl *t2, int dim) {
     w->n = index->ndim;
     memcpy(w->sizes, index->sizes, sizeof w->sizes);
+    if (w->n == 0 && t->ndim == 1) w->n = 1, w->sizes[0] = 1; /* a 0-dim index into a 1-d tensor: one element */
     for (int d = 0; d < w->n; d++) {
         w->st[d] = t->ndim ? t->strides[d] : 0;
         w->st2[d] = t2 && t2->ndim ? t2->strides[d] : 0;

@@ -391,3 +391,67 @@ def test_pad_border_slabs():
                     ct.assert_close(ct.check(got), F.pad(xt, p, value=1.0), what=what + ": ")
                 else:
                     ct.assert_error(got, err, what=what + ": ")
+
+
+def test_failing_integer_division_in_place_leaves_self():
+    """an integer remainder_ / fmod_ by zero fails with ZeroDivisionError, as torch's,
+    and writes nothing into self (torch leaves it for a scalar 0; ctorch for any divisor)"""
+    for n in ("remainder", "fmod"):
+        ct.declare(f"ct_{n}_", c_int, [T, CT])
+        ct.declare(f"ct_{n}_scalar_", c_int, [T, c_double])
+    for dt in (torch.int64, torch.int32, torch.uint8):
+        x = torch.tensor([7, 5, 3], dtype=dt)
+        for n in ("remainder", "fmod"):
+            with pytest.raises((ZeroDivisionError, RuntimeError), match="ZeroDivisionError"):
+                getattr(x.clone(), n + "_")(0)
+            for call in (lambda hx: getattr(lib, f"ct_{n}_")(hx, h(torch.tensor([2, 0, 1], dtype=dt))),
+                         lambda hx: getattr(lib, f"ct_{n}_scalar_")(hx, 0.0)):
+                hx = h(x.clone())
+                ct.clear_error()
+                assert call(hx) == -1 and "ZeroDivisionError" in ct.last_error()
+                assert ct.to_torch(hx).tolist() == x.tolist(), f"{n}_ {dt} wrote into self"
+            hx = h(x.clone())  # and a good divisor still works in place
+            assert getattr(lib, f"ct_{n}_")(hx, h(torch.tensor([2, 3, 2], dtype=dt))) == 0
+            assert ct.to_torch(hx).tolist() == getattr(x.clone(), n + "_")(torch.tensor([2, 3, 2], dtype=dt)).tolist()
+
+
+def test_scatter_and_gather_with_a_zero_dim_index():
+    """a 0-dim index into a 1-d tensor is one element at its value (it wrote at 0)"""
+    for n, args in [("ct_scatter", [CT, c_int, CT, CT]), ("ct_scatter_add", [CT, c_int, CT, CT]),
+                    ("ct_scatter_value", [CT, c_int, CT, c_double]), ("ct_gather", [CT, c_int, CT])]:
+        ct.declare(n, T, args)
+    ct.declare("ct_scatter_add_", c_int, [T, c_int, CT, CT])
+    z, idx, src = torch.zeros(5), torch.tensor(3), torch.tensor(2.5)
+    ct.assert_close(ct.check(lib.ct_scatter(h(z), 0, h(idx), h(src))), z.scatter(0, idx, src))
+    ct.assert_close(ct.check(lib.ct_scatter_add(h(z), 0, h(idx), h(src))), z.scatter_add(0, idx, src))
+    ct.assert_close(ct.check(lib.ct_scatter_value(h(z), 0, h(idx), 7.0)), z.scatter(0, idx, 7.0))
+    hz = h(z.clone())
+    assert lib.ct_scatter_add_(hz, 0, h(idx), h(src)) == 0
+    ct.assert_close(hz, z.clone().scatter_add_(0, idx, src))
+    x = torch.arange(5.0)
+    ct.assert_close(ct.check(lib.ct_gather(h(x), 0, h(idx))), torch.gather(x, 0, idx))
+
+
+def test_null_arrays_and_huge_counts_fail_cleanly():
+    """NULL tensor arrays with a count and absurd dim counts are errors, not crashes"""
+    ct.declare("ct_nn_linear", c_void_p, [c_int64, c_int64, c_bool])
+    ct.declare("ct_module_forward_n", T, [c_void_p, c_void_p, c_int])
+    ct.declare("ct_module_free", None, [c_void_p])
+    ct.declare("ct_set_requires_grad", c_int, [T, c_bool])
+    ct.declare("ct_sum", T, [CT])
+    x = h(torch.ones(3))
+    lib.ct_set_requires_grad(x, True)
+    res = (c_void_p * 1)()
+    ins = (c_void_p * 1)(x)
+    outs = (c_void_p * 1)(lib.ct_sum(x))
+    assert lib.ct_autograd_grad(None, None, 1, ins, 1, res, False, False, True) == -1
+    assert lib.ct_autograd_grad(outs, None, 1, None, 1, res, True, False, True) == -1
+    assert lib.ct_autograd_grad(outs, None, 1, ins, 1, None, True, False, True) == -1
+    m = lib.ct_nn_linear(3, 2, True)
+    try:
+        assert not lib.ct_module_forward_n(m, None, 1)
+    finally:
+        lib.ct_module_free(m)
+    for n in (17, 2**31 - 1, 2**31 - 15):
+        assert not lib.ct_unflatten(h(torch.zeros(2, 4)), -2, i64([-1] * 20), n)
+    ct.clear_error()

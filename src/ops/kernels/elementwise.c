@@ -519,12 +519,22 @@ static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype resu
     if (fits && !k)
         return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
     ElementwiseSpec spec = {name, nin, compute, out_compute, result};
+    /* integer division in place: into a new tensor first, so that a zero
+     * divisor leaves self as it was */
+    bool may_fault = a->dst && !c10_is_float(compute) &&
+                     (op == OP_div_trunc || op == OP_div_floor || op == OP_remainder || op == OP_fmod);
+    if (may_fault) o = NULL;
     atomic_store_explicit(&int_fault, 0, memory_order_relaxed);
     if (ew_run(&spec, a->t, &o, k, a->s) < 0) return -1;
-    out[0] = a->dst ? c10_retain(o) : o;
     int f = atomic_load_explicit(&int_fault, memory_order_relaxed);
-    if (f == FAULT_ZERO_DIV) return c10_error_int("ZeroDivisionError");
-    return 1;
+    if (may_fault) {
+        int rc = f ? 0 : at_copy_(a->dst, o);
+        c10_release(o);
+        if (rc < 0) return -1;
+        o = a->dst;
+    }
+    out[0] = a->dst ? c10_retain(o) : o; /* at_call releases it on an error */
+    return f == FAULT_ZERO_DIV ? c10_error_int("ZeroDivisionError") : 1;
 }
 
 /* torch's kernel name in the "not implemented" error of float-only functions
