@@ -276,7 +276,7 @@ ct_tensor *ct_flatten(const ct_tensor *h, int start_dim, int end_dim) {
     if (e < 0) return NULL;
     if (s > e) return c10_error("flatten() has invalid args: start_dim cannot come after end_dim");
     if (t->ndim == 0) return ct_reshape(h, INTS(1));
-    if (s == e) return view_op(OP_alias, h, NULL, 0);
+    if (s == e) return c10_wrap(c10_retain(t)); /* the tensor itself, as torch */
     int64_t shape[CT_MAX_DIMS];
     int n = 0;
     for (int i = 0; i < s; i++) shape[n++] = t->sizes[i];
@@ -459,12 +459,14 @@ bool ct_is_grad_enabled(void) { return ag_grad_enabled(); }
 int ct_set_requires_grad(ct_tensor *h, bool requires_grad) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
-    if (!ag_is_leaf(t))
+    if (!ag_is_leaf(t)) { /* requires_grad_(true) on one with history: nothing to do */
+        if (requires_grad) return 0;
         return c10_error_int("you can only change requires_grad flags of leaf variables. If you want to use a "
                              "computed variable in a subgraph that doesn't require differentiation use "
                              "var_no_grad = var.detach().");
+    }
     if (requires_grad && !c10_is_float(t->dtype))
-        return c10_error_int("only Tensors of floating point and complex dtype can require gradients");
+        return c10_error_int("only Tensors of floating point dtype can require gradients");
     if (!requires_grad && !t->autograd) return 0;
     AutogradMeta *m = ag_meta(t);
     if (!m) return -1;

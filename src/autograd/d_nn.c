@@ -69,7 +69,9 @@ static TensorImpl *class_gb(BackwardCtx *c, TensorImpl *x, TensorImpl *target, T
         if (!tc) return NULL;
         D = nn_class_divisor(&g, (const int64_t *)c10_data(tc), w, ignore);
     }
-    return DIVS(G, D != 0 ? D : 1); /* D == 0: every target ignored, the gradient is 0 (as PyTorch's) */
+    if (D == 0) /* every target ignored: the gradient is 0 (as PyTorch's), whatever G holds (NaN too) */
+        return F(c10_scalar_tensor(0, G->dtype, G->device));
+    return DIVS(G, D);
 }
 
 int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {

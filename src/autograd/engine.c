@@ -262,6 +262,10 @@ static int apply_accumulate(Node *n, TensorImpl **slot, bool create_graph) {
         if (!h && c10_has_error()) return -1;
         grad = h;
     }
+    if (grad && !m->requires_grad) { /* requires_grad_(false) since the graph was made: dropped, as torch */
+        c10_release(grad);
+        grad = NULL;
+    }
     if (!grad) return 0;
     if (!m->grad) {
         /* stolen when nobody else can see it and it is laid out as the leaf

@@ -18,7 +18,7 @@ static ct_tensor *grad_input(const ct_tensor *x, const char *what) {
     TensorImpl *t = c10_unwrap(x);
     if (!t) return NULL;
     if (!c10_is_float(t->dtype))
-        return c10_error("%s: only Tensors of floating point and complex dtype can require gradients", what);
+        return c10_error("%s: only Tensors of floating point dtype can require gradients", what);
     ct_tensor *d = ct_detach(x);
     if (d && ct_set_requires_grad(d, true) < 0) return NULL;
     return d;

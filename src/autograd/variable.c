@@ -517,7 +517,7 @@ int ag_call_inplace(int op, OpArgs *a) {
     if (ag_grad_enabled() && ag_is_leaf(self) && ag_requires_grad(self))
         return c10_error_int("a leaf Variable that requires grad is being used in an in-place operation.");
     if (rec && self->autograd && self->autograd->is_view && ag_is_leaf(self->autograd->base) &&
-        ag_requires_grad(self->autograd->base))
+        ag_requires_grad(self)) /* torch's test: the view requires grad and its base is a leaf */
         return c10_error_int("a view of a leaf Variable that requires grad is being used in an in-place operation.");
     TensorImpl *self_orig = NULL;
     if (rec && (deriv_info[op].flags & SV_IN0)) {

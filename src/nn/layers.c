@@ -147,11 +147,11 @@ static ct_tensor *fwd(ct_module *m, const ct_tensor *const *in, int n, void *ctx
         if (is2d ? nd != 4 : (nd != 2 && nd != 3))
             return c10_error(is2d ? "expected 4D input (got %dD input)" : "expected 2D or 3D input (got %dD input)",
                              nd);
-        if (ct_size(x, 1) != c->in)
-            return c10_error("running_mean should contain %lld elements not %lld", (long long)ct_size(x, 1),
-                             (long long)c->in);
         ct_tensor *w = nn_param(m, "weight"), *b = nn_param(m, "bias");
         ct_tensor *rm = nn_buffer(m, "running_mean"), *rv = nn_buffer(m, "running_var");
+        if (ct_size(x, 1) != c->in && (rm || w)) /* before the count moves; no statistics, no weight: any C */
+            return c10_error("%s should contain %lld elements not %lld", rm ? "running_mean" : "weight",
+                             (long long)ct_size(x, 1), (long long)c->in);
         bool training = ct_module_is_training(m);
         double f = c->has_momentum ? c->momentum : 0.0;
         if (training && rm) {

@@ -979,3 +979,54 @@ def test_as_strided_backward_of_any_input_layout():
             got = ct.grads_of(ho, hx, v)
             ct.assert_close(got, want, rtol=1e-12, atol=1e-12,
                             what=f"input {tuple(x.shape)}{x.stride()}+{base} as_strided {sizes} {strides} {off}: ")
+
+
+def test_leaf_flags_after_the_graph_is_made():
+    """torch's rules: requires_grad_(False) on a leaf after its graph was made drops
+    its gradient; requires_grad_(True) on a tensor with history is a no-op (False
+    is an error); a leaf that is itself a view (base[2:8].requires_grad_()) refuses
+    in-place ops on its views; flatten of one dim is the tensor itself"""
+    for n, r, a in [("ct_mul_scalar", ct.T, [ct.CT, c_double]), ("ct_sum", ct.T, [ct.CT]),
+                    ("ct_backward", c_int, [ct.T, ct.T]), ("ct_grad", ct.T, [ct.CT]), ("ct_clone", ct.T, [ct.CT]),
+                    ("ct_set_requires_grad", c_int, [ct.T, c_bool]), ("ct_is_leaf", c_bool, [ct.CT]),
+                    ("ct_add_scalar_", c_int, [ct.T, c_double]), ("ct_flatten", ct.T, [ct.CT, c_int, c_int]),
+                    ("ct_narrow", ct.T, [ct.CT, c_int, ct.c_int64, ct.c_int64])]:
+        ct.declare(n, r, a)
+    lib = ct.lib
+    v = torch.arange(6, dtype=torch.float64)
+    # requires_grad_(False) after the graph was made
+    tx = v.clone().requires_grad_()
+    ty = (tx * 2).sum()
+    tx.requires_grad_(False)
+    ty.backward()
+    x = ct.check(lib.ct_clone(ct.from_torch(v)))
+    ct.check_int(lib.ct_set_requires_grad(x, True))
+    y = ct.check(lib.ct_sum(ct.check(lib.ct_mul_scalar(x, 2.0))))
+    ct.check_int(lib.ct_set_requires_grad(x, False))
+    ct.check_int(lib.ct_backward(y, None))
+    assert tx.grad is None and not lib.ct_grad(x)
+    ct.clear_error()
+    # requires_grad_ on a tensor with history
+    tx = v.clone().requires_grad_()
+    tz = tx * 2
+    tz.requires_grad_(True)
+    with pytest.raises(RuntimeError) as e:
+        tz.requires_grad_(False)
+    x = leaf(v)
+    z = ct.check(lib.ct_mul_scalar(x, 2.0))
+    assert lib.ct_set_requires_grad(z, True) == 0
+    ct.assert_error(lib.ct_set_requires_grad(z, False), ct.torch_message(e.value))
+    # a leaf that is a view of a tensor without grad
+    base = torch.arange(10, dtype=torch.float64)
+    tl = base[2:8].requires_grad_()
+    with pytest.raises(RuntimeError) as e:
+        tl[0:2].add_(1)
+    hb = ct.check(lib.ct_clone(ct.from_torch(base)))
+    hl = ct.check(lib.ct_narrow(hb, 0, 2, 6))
+    ct.check_int(lib.ct_set_requires_grad(hl, True))
+    ct.assert_error(lib.ct_add_scalar_(ct.check(lib.ct_narrow(hl, 0, 0, 2)), 1.0), ct.torch_message(e.value))
+    assert lib.ct_is_leaf(hl) and tl.is_leaf
+    assert ct.to_torch(hb).tolist() == base.tolist()
+    # flatten of one dim: the tensor itself (still a leaf)
+    assert torch.arange(3.0).requires_grad_().flatten().is_leaf
+    assert lib.ct_is_leaf(ct.check(lib.ct_flatten(leaf(v), 0, -1)))

@@ -552,3 +552,21 @@ def test_batch_norm_state_dict_without_num_batches_tracked(mods, strict):
         ct.assert_close(lib.ct_module_get(m, b"1.running_var"), tm[1].running_var)
     finally:
         lib.ct_state_dict_free(sd)
+
+
+def test_batch_norm_module_without_statistics_or_weight_takes_any_channels():
+    """BatchNorm1d(affine=False, track_running_stats=False) has nothing sized by
+    num_features: torch normalises any channel count; with a weight it names it"""
+    x = torch.randn(3, 5, dtype=torch.float32)
+    for affine, want in [(False, torch.nn.functional.batch_norm(x, None, None, training=True)), (True, None)]:
+        m = lib.ct_nn_batch_norm1d(2, 1e-5, 0.1, affine, False)
+        try:
+            h = lib.ct_module_forward(m, ct.from_torch(x))
+            if want is not None:
+                ct.assert_close(ct.check(h), want, rtol=1e-5, atol=1e-5)
+            else:
+                with pytest.raises(RuntimeError) as e:
+                    torch.nn.BatchNorm1d(2, track_running_stats=False)(x)
+                ct.assert_error(h, ct.torch_message(e.value))
+        finally:
+            lib.ct_module_free(m)

@@ -267,6 +267,17 @@ def test_class_losses_all_ignored_and_empty():
         ct.assert_close(ho, Fn.cross_entropy(x, t, ignore_index=1, label_smoothing=eps))  # NaN, as torch
     ho = ct.check(lib.ct_nll_loss(ct.from_torch(x), ct.from_torch(t), None, 1, 1))
     ct.assert_close(ho, Fn.nll_loss(x, t, ignore_index=1))
+    # the gradient of an all-ignored mean is 0 whatever flows in (NaN from the loss itself)
+    for cg in (False, True):
+        for name, cfn, tfn in [("nll", lambda hx: lib.ct_nll_loss(hx, ct.from_torch(t), None, 1, 1),
+                                lambda tx: Fn.nll_loss(tx, t, ignore_index=1)),
+                               ("ce", lambda hx: lib.ct_cross_entropy(hx, ct.from_torch(t), None, 1, 1, 0.2),
+                                lambda tx: Fn.cross_entropy(tx, t, ignore_index=1, label_smoothing=0.2))]:
+            tx = x.clone().requires_grad_()
+            want, = torch.autograd.grad(tfn(tx), tx, torch.tensor(float("nan"), dtype=F64), create_graph=cg)
+            hx = leaf(x)
+            got = grads(ct.check(cfn(hx)), [hx], torch.tensor(float("nan"), dtype=F64), cg)[0]
+            ct.assert_close(got, want.detach(), what=f"{name} create_graph={cg}: ")
     e = torch.zeros(0, 4, dtype=F64)
     te = torch.zeros(0, dtype=torch.long)
     for reduction in RED:
