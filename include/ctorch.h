@@ -135,6 +135,8 @@ CT_API ct_tensor *ct_empty_on(const int64_t *shape, int ndim, ct_dtype dtype, ct
 CT_API ct_tensor *ct_zeros(const int64_t *shape, int ndim, ct_dtype dtype);
 CT_API ct_tensor *ct_ones(const int64_t *shape, int ndim, ct_dtype dtype);
 CT_API ct_tensor *ct_full(const int64_t *shape, int ndim, double value, ct_dtype dtype);
+/* *_like: t's shape, dtype and device, and its strides when t is dense (a
+ * transpose stays transposed), else dense in t's dim order (torch's preserve_format). */
 CT_API ct_tensor *ct_zeros_like(const ct_tensor *t);
 CT_API ct_tensor *ct_ones_like(const ct_tensor *t);
 CT_API ct_tensor *ct_full_like(const ct_tensor *t, double value);

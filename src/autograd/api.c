@@ -417,6 +417,22 @@ int ct_unbind(const ct_tensor *h, int dim, ct_tensor **out, int cap) {
     return multi_output(out, (int)n, "UnbindBackward0");
 }
 
+/* ------------------------------------------------------------ *_like factories */
+
+/* torch's preserve_format: t's strides when it is dense, else dense in its dim order */
+ct_tensor *ct_full_like(const ct_tensor *h, double value) {
+    TensorImpl *t = c10_unwrap(h);
+    if (!t || c10_check_value_fits(value, t->dtype) < 0) return NULL;
+    TensorImpl *o = at_empty_like(t, t->dtype);
+    if (o && c10_fill(o, value) < 0) {
+        c10_release(o);
+        o = NULL;
+    }
+    return c10_wrap(o);
+}
+ct_tensor *ct_zeros_like(const ct_tensor *h) { return ct_full_like(h, 0); }
+ct_tensor *ct_ones_like(const ct_tensor *h) { return ct_full_like(h, 1); }
+
 /* ------------------------------------------------------------------- copies */
 
 ct_tensor *ct_contiguous(const ct_tensor *h) {

@@ -22,6 +22,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
                             ct_reduction reduction, int64_t ignore_index, double label_smoothing) {
     TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w;
     if (!t || !opt(weight, &w) || !check_reduction("cross_entropy", reduction)) return NULL;
+    if (label_smoothing < 0) label_smoothing = 0; /* torch smooths only above 0 (and refuses above 1) */
     /* class probabilities (a floating target shaped as x): torch multiplies
      * log_softmax(x) by the target (and weight), which promotes */
     ct_dtype d = x->dtype;

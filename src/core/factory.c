@@ -50,13 +50,6 @@ ct_tensor *ct_ones(const int64_t *shape, int ndim, ct_dtype dtype) { return ct_f
 ct_tensor *ct_scalar(double value) { return ct_scalar_dtype(value, CT_FLOAT32); }
 ct_tensor *ct_scalar_dtype(double value, ct_dtype dtype) { return ct_full(NULL, 0, value, dtype); }
 
-ct_tensor *ct_full_like(const ct_tensor *h, double value) {
-    TensorImpl *t = c10_unwrap(h);
-    if (t && c10_check_value_fits(value, t->dtype) < 0) return NULL;
-    return t ? c10_wrap(c10_full(t->sizes, t->ndim, value, t->dtype, t->device)) : NULL;
-}
-ct_tensor *ct_zeros_like(const ct_tensor *h) { return ct_full_like(h, 0); }
-ct_tensor *ct_ones_like(const ct_tensor *h) { return ct_full_like(h, 1); }
 
 /* Values are computed in double and then converted, as PyTorch's range kernels
  * do (its 16-bit floats: in float, then per vector in 16 bits, an ulp apart). */

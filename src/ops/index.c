@@ -385,9 +385,9 @@ int fwd_index_add(int op, const OpArgs *a, TensorImpl **out) {
 /* The checks of gather/scatter (PyTorch's gather_shape_check/scatter_shape_check). */
 static int gs_check(const char *op, const TensorImpl *self, int dim, const TensorImpl *index, const TensorImpl *src,
                     bool is_gather) {
+    if (index->numel == 0) return 0; /* torch returns before any check */
     if (index->dtype != CT_INT64) return c10_error_int("%s(): Expected dtype int64 for index", op);
     int sd = self->ndim ? self->ndim : 1, id = index->ndim ? index->ndim : 1;
-    if (index->numel == 0) return 0;
     if (id != sd) return c10_error_int("%s: Index tensor must have the same number of dimensions as %s tensor", op,
                                        is_gather ? "input" : "self");
     if (src && (src->ndim ? src->ndim : 1) != sd)
@@ -400,7 +400,7 @@ static int gs_check(const char *op, const TensorImpl *self, int dim, const Tenso
                                      "self %s apart from dimension %d",
                                      op, d, c10_shape_str(index->sizes, index->ndim),
                                      c10_shape_str(self->sizes, self->ndim), dim);
-        } else if ((d != dim && self->ndim && is > self->sizes[d]) || (src && src->ndim && is > src->sizes[d])) {
+        } else if ((d != dim && self->ndim && is > self->sizes[d]) || (src && is > (src->ndim ? src->sizes[d] : 1))) {
             if (src)
                 return c10_error_int("%s: Expected index %s to be smaller than self %s apart from dimension %d and "
                                      "to be smaller size than src %s",
@@ -605,7 +605,7 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     if (!same_device(op, self, index) || !same_device(op, self, src)) return -1;
     int dim = c10_wrap_dim(a->i[0], self->ndim);
     if (dim < 0) return prefix_error(op);
-    if (index->dtype != CT_INT64) return c10_error_int("%s(): Expected dtype int64 for index", op);
+    if (index->dtype != CT_INT64 && index->numel) return c10_error_int("%s(): Expected dtype int64 for index", op);
     if (src && src->dtype != self->dtype)
         return c10_error_int("%s(): Expected self.dtype to be equal to src.dtype", op);
     if (gs_check(op, self, dim, index, src, false) < 0) return -1;
@@ -791,6 +791,13 @@ static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const
     TensorImpl *di[CT_MAX_DIMS] = {0}; /* per self dim: int64 index or NULL (owned) */
     int pos = 0, r = -1;
     bool meta = self->device == CT_META;
+    int got = 0; /* the dims the entries index: a mask its own, others (NULL: ':') one */
+    for (int k = 0; k < n; k++)
+        got += ent[k] && (ent[k]->dtype == CT_BOOL || ent[k]->dtype == CT_UINT8) && ent[k]->ndim ? ent[k]->ndim : 1;
+    if (got > self->ndim) {
+        c10_error("%s: too many indices for tensor of dimension %d (got %d)", op, self->ndim, got);
+        goto done;
+    }
     for (int k = 0; k < n; k++) {
         TensorImpl *e = ent[k];
         if (!e) {
@@ -801,10 +808,6 @@ static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const
         if (e->dtype == CT_BOOL || e->dtype == CT_UINT8) {
             if (e->ndim == 0) {
                 c10_error("%s: 0-dim boolean masks are not supported", op);
-                goto done;
-            }
-            if (pos + e->ndim > self->ndim) {
-                c10_error("%s: too many indices for tensor of dimension %d", op, self->ndim);
                 goto done;
             }
             for (int j = 0; j < e->ndim; j++)
@@ -832,10 +835,6 @@ static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const
             c10_release(nz);
             pos += e->ndim;
         } else if (e->dtype == CT_INT64) {
-            if (pos + 1 > self->ndim) {
-                c10_error("%s: too many indices for tensor of dimension %d", op, self->ndim);
-                goto done;
-            }
             di[pos++] = c10_retain(e);
         } else {
             c10_error("%s: tensors used as indices must be long, byte or bool tensors", op);
@@ -1771,6 +1770,7 @@ int fwd_topk(int op, const OpArgs *a, TensorImpl **out) {
     if (dim < 0) return prefix_error("topk");
     int64_t k = a->i[0], n = self->ndim ? self->sizes[dim] : 1;
     if (k < 0 || k > n) return c10_error_int("topk: selected index k out of range");
+    if (self->dtype == CT_BOOL) return c10_error_int("\"topk_cpu\" not implemented for 'Bool'");
     if (self->ndim == 0) k = 1; /* torch: a 0-dim tensor is its own top 0 or 1 */
     int64_t sizes[CT_MAX_DIMS];
     memcpy(sizes, self->sizes, sizeof sizes);
@@ -1794,7 +1794,7 @@ int fwd_one_hot(int op, const OpArgs *a, TensorImpl **out) {
     if (self->device == CT_META) {
         if (nc < 0) return c10_error_int("one_hot: num_classes must be given on the meta device");
     } else {
-        if (self->numel == 0 && nc == -1)
+        if (self->numel == 0 && nc <= 0)
             return c10_error_int("one_hot: Can not infer total number of classes from empty tensor.");
     }
     TensorImpl *c = self->device == CT_META ? NULL : at_contiguous(self);
@@ -1849,10 +1849,10 @@ int fwd_embedding(int op, const OpArgs *a, TensorImpl **out) {
     memcpy(sizes, indices->sizes, sizeof(int64_t) * (size_t)indices->ndim);
     sizes[indices->ndim] = D;
     TensorImpl *o = c10_empty(sizes, indices->ndim + 1, w->dtype, w->device);
-    if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
+    if (!o || o->device == CT_META || indices->numel == 0) return (out[0] = o) ? 1 : -1;
     TensorImpl *idx = as_long(indices), *wc = idx ? at_contiguous(w) : NULL;
-    int r = wc ? check_range("embedding", ldata(idx), idx->numel, N, false, -1) : -1;
-    if (r == 0) {
+    int r = wc ? check_range("embedding", ldata(idx), idx->numel, N, false, -1) : -1; /* rows of 0 too */
+    if (r == 0 && D > 0) {
         const int64_t *ip = ldata(idx);
         size_t row = (size_t)D * c10_elsize[w->dtype];
         const char *s = c10_data(wc);

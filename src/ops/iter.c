@@ -274,6 +274,7 @@ TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int n
 /* torch.empty_like(t, memory_format=preserve_format): t's strides when dense,
  * else dense in t's dim order (alloc_output with t as the only input) */
 TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype) {
+    if (t->numel == 0) return empty_with_strides(t->sizes, t->strides, t->ndim, dtype, t->device); /* as torch's */
     TensorImpl *in[1] = {(TensorImpl *)t};
     return alloc_output(in, 1, t->sizes, t->ndim, dtype, t->dtype, t->device);
 }

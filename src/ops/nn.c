@@ -140,7 +140,8 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
         return c10_error_int("%s: weight tensor should be defined either for all %lld classes or no classes but got "
                              "weight tensor of shape: %s", op, (long long)g->C,
                              c10_shape_str(weight->sizes, weight->ndim));
-    if (!g->prob && target->dtype != CT_INT64)
+    /* nll_loss (not nll_loss2d) takes uint8 class indices too, as torch's */
+    if (!g->prob && target->dtype != CT_INT64 && !(target->dtype == CT_UINT8 && x->ndim <= 2))
         return c10_error_int("%s: expected scalar type Long but found %s", op, c10_dtype_cname(target->dtype));
     if (!c10_is_float(x->dtype))
         return c10_error_int("\"%s\" not implemented for '%s'", op, c10_dtype_cname(x->dtype));
@@ -440,7 +441,7 @@ int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
     int64_t reduction = a->i[0], ignore = a->i[1];
     double eps = a->s[0];
     if (!check_reduction("cross_entropy", reduction)) return -1;
-    if (!(eps >= 0 && eps <= 1))
+    if (!(eps >= 0 && eps <= 1)) /* (the API takes a negative one as 0, as torch) */
         return c10_error_int("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: %g", eps);
     ClassGeom g;
     if (nn_class_geom("cross_entropy", x, target, w, true, &g) < 0) return -1;

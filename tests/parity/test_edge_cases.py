@@ -455,3 +455,86 @@ def test_null_arrays_and_huge_counts_fail_cleanly():
     for n in (17, 2**31 - 1, 2**31 - 15):
         assert not lib.ct_unflatten(h(torch.zeros(2, 4)), -2, i64([-1] * 20), n)
     ct.clear_error()
+
+
+def test_like_factories_preserve_the_layout():
+    """zeros_like / ones_like / full_like keep a dense input's strides (a transpose,
+    a permute) and lay others out densely in their dim order, as torch's preserve_format"""
+    for n, a in [("ct_zeros_like", [CT]), ("ct_ones_like", [CT]), ("ct_full_like", [CT, c_double])]:
+        ct.declare(n, T, a)
+    base = torch.randn(4, 6, 2)
+    for x in [base, base.transpose(0, 1), base.permute(2, 0, 1), base[:, ::2], base[:1].expand(3, 6, 2),
+              base[:, :, 0].t(), torch.tensor(2.0), torch.empty(0, 3).t()]:
+        for cfn, tfn in [(lambda hx: lib.ct_zeros_like(hx), torch.zeros_like),
+                         (lambda hx: lib.ct_ones_like(hx), torch.ones_like),
+                         (lambda hx: lib.ct_full_like(hx, 2.5), lambda t: torch.full_like(t, 2.5))]:
+            want = tfn(x)
+            got = ct.check(cfn(h(x)))
+            ct.assert_close(got, want)
+            assert tuple(ct.strides(got)) == want.stride(), (x.shape, x.stride(), ct.strides(got), want.stride())
+
+
+def _outcome(fn):
+    try:
+        return fn(), None
+    except (RuntimeError, IndexError, ValueError) as e:
+        return None, ct.torch_message(e)
+
+
+def test_inputs_torch_takes_or_refuses():
+    """fail where torch fails (with its words), succeed where it succeeds: negative
+    label smoothing smooths nothing, uint8 class indices (nll_loss, not 2d), an
+    empty index of any dtype in gather / scatter, a 0-dim src counts as one element,
+    topk of bool, embedding rows of width 0 still check indices, one_hot of nothing
+    needs a class count, ':' entries count towards too many indices"""
+    for n, r, a in [("ct_cross_entropy", T, [CT, CT, CT, c_int, c_int64, c_double]),
+                    ("ct_nll_loss", T, [CT, CT, CT, c_int, c_int64]), ("ct_gather", T, [CT, c_int, CT]),
+                    ("ct_scatter", T, [CT, c_int, CT, CT]), ("ct_scatter_add", T, [CT, c_int, CT, CT]),
+                    ("ct_index", T, [CT, TP, c_int])]:
+        ct.declare(n, r, a)
+    x = torch.randn(3, 4)
+    t = torch.tensor([0, 1, 3])
+    u8 = t.to(torch.uint8)
+    e32 = torch.empty(3, 0, dtype=torch.int32)
+    vals, idxs = (ct.T * 1)(), (ct.T * 1)()
+    F = torch.nn.functional
+
+    def index(v, n):
+        return lib.ct_index(h(v), (ct.T * n)(*([None] * n)), n)
+    cases = [
+        (lambda: lib.ct_cross_entropy(h(x), h(t), None, 1, -100, -0.3), lambda: F.cross_entropy(x, t, label_smoothing=-0.3)),
+        (lambda: lib.ct_cross_entropy(h(x), h(t), None, 1, -100, 1.5), lambda: F.cross_entropy(x, t, label_smoothing=1.5)),
+        (lambda: lib.ct_cross_entropy(h(x), h(u8), None, 1, -100, 0.1), lambda: F.cross_entropy(x, u8, label_smoothing=0.1)),
+        (lambda: lib.ct_nll_loss(h(x), h(u8), None, 2, 1), lambda: F.nll_loss(x, u8, ignore_index=1, reduction="sum")),
+        (lambda: lib.ct_nll_loss(h(torch.randn(2, 3, 2, 2)), h(torch.zeros(2, 2, 2, dtype=torch.uint8)), None, 1, -100),
+         lambda: F.nll_loss(torch.randn(2, 3, 2, 2), torch.zeros(2, 2, 2, dtype=torch.uint8))),
+        (lambda: lib.ct_nll_loss(h(x), h(t.int()), None, 1, -100), lambda: F.nll_loss(x, t.int())),
+        (lambda: lib.ct_gather(h(x), 1, h(e32)), lambda: torch.gather(x, 1, e32)),
+        (lambda: lib.ct_scatter(h(x), 1, h(e32), h(x)), lambda: x.scatter(1, e32, x)),
+        (lambda: lib.ct_gather(h(x), 1, h(t.int().view(3, 1))), lambda: torch.gather(x, 1, t.int().view(3, 1))),
+        (lambda: lib.ct_scatter_add(h(torch.zeros(2)), 0, h(torch.tensor([0, 1])), h(torch.tensor(5.0))),
+         lambda: torch.zeros(2).scatter_add(0, torch.tensor([0, 1]), torch.tensor(5.0))),
+        (lambda: lib.ct_scatter(h(torch.zeros(2)), 0, h(torch.tensor([1])), h(torch.tensor(5.0))),
+         lambda: torch.zeros(2).scatter(0, torch.tensor([1]), torch.tensor(5.0))),
+        (lambda: vals[0] if lib.ct_topk(h(torch.tensor([True, False])), 1, 0, True, True, vals, idxs) == 0 else None,
+         lambda: torch.tensor([True, False]).topk(1)[0]),
+        (lambda: lib.ct_embedding(h(torch.empty(3, 0)), h(torch.tensor([5])), -1),
+         lambda: F.embedding(torch.tensor([5]), torch.empty(3, 0))),
+        (lambda: lib.ct_embedding(h(torch.empty(3, 0)), h(torch.tensor([2])), -1),
+         lambda: F.embedding(torch.tensor([2]), torch.empty(3, 0))),
+        (lambda: lib.ct_one_hot(h(torch.empty(0, dtype=torch.long)), 0),
+         lambda: F.one_hot(torch.empty(0, dtype=torch.long), 0)),
+        (lambda: index(torch.tensor(3.0), 1), lambda: torch.ops.aten.index(torch.tensor(3.0), [None])),
+        (lambda: index(torch.zeros(3), 2), lambda: torch.ops.aten.index(torch.zeros(3), [None, None])),
+    ]
+    for k, (cfn, tfn) in enumerate(cases):
+        want, err = _outcome(tfn)
+        ct.clear_error()
+        got = cfn()
+        if err is None:
+            assert got, f"case {k}: ctorch failed ({ct.last_error()}) where torch gives {want}"
+            ct.assert_close(got, want, rtol=1e-5, atol=1e-5, what=f"case {k}: ")
+        elif "INTERNAL ASSERT" not in err and "out of DATA bounds" not in err:
+            ct.assert_error(got, err, what=f"case {k}: ")
+        else:
+            assert not got, f"case {k}: ctorch succeeded where torch fails: {err}"
