@@ -333,7 +333,7 @@ static int split_sizes(const ct_tensor *h, const int64_t *sizes, int n, int dim,
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
     if (n < 0 || (n > 0 && (!sizes || !out))) return c10_error_int("split: invalid argument: sizes or out is NULL");
-    if (t->ndim == 0) return c10_error_int("split: a 0-dim tensor cannot be split");
+    if (t->ndim == 0) return c10_error_int("split expects at least a 1-dimensional tensor");
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return -1;
     int64_t total = 0;
@@ -364,7 +364,7 @@ int ct_split(const ct_tensor *h, int64_t split_size, int dim, ct_tensor **out, i
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
     if (!out) return c10_error_int("invalid argument: out is NULL");
-    if (t->ndim == 0) return c10_error_int("split: a 0-dim tensor cannot be split");
+    if (t->ndim == 0) return c10_error_int("split expects at least a 1-dimensional tensor");
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return -1;
     int64_t size = t->sizes[d];

@@ -356,7 +356,8 @@ int fwd_index_add(int op, const OpArgs *a, TensorImpl **out) {
     if (dim < 0) return prefix_error("index_add");
     if (index->ndim > 1) return c10_error_int("index_add_(): Index is supposed to be a vector");
     if (index->dtype != CT_INT64 && index->dtype != CT_INT32)
-        return c10_error_int("index_add_(): Expected dtype int32/int64 for index");
+        return c10_error_int("index_add_(): Expected dtype int32/int64 for index but got: %s",
+                             c10_dtype_cname(index->dtype));
     if (source->dtype != self->dtype)
         return c10_error_int("index_add_(): self (%s) and source (%s) must have the same scalar type",
                              c10_dtype_cname(self->dtype), c10_dtype_cname(source->dtype));
@@ -607,7 +608,7 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     if (dim < 0) return prefix_error(op);
     if (index->dtype != CT_INT64 && index->numel) return c10_error_int("%s(): Expected dtype int64 for index", op);
     if (src && src->dtype != self->dtype)
-        return c10_error_int("%s(): Expected self.dtype to be equal to src.dtype", op);
+        return c10_error_int("scatter(): Expected self.dtype to be equal to src.dtype"); /* torch's, for both */
     if (gs_check(op, self, dim, index, src, false) < 0) return -1;
     if (a->dst && c10_has_internal_overlap(a->dst)) return overlap_error(op);
     TensorImpl *o = a->dst ? c10_retain(a->dst) : c10_empty(self->sizes, self->ndim, self->dtype, self->device);
@@ -1374,6 +1375,7 @@ int fwd_repeat(int op, const OpArgs *a, TensorImpl **out) {
 /* t[0]; i: diagonal. op OP_tril or OP_triu */
 static int tri(const char *name, bool lower, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0];
+    if (self->ndim == 0) return c10_error_int("Dimension specified as -2 but tensor has no dimensions");
     if (self->ndim < 2) {
         c10_wrap_dim(-2, self->ndim);
         return prefix_error(name);
@@ -1792,7 +1794,7 @@ int fwd_one_hot(int op, const OpArgs *a, TensorImpl **out) {
     int64_t nc = a->i[0];
     if (self->ndim + 1 > CT_MAX_DIMS) return c10_error_int("one_hot: too many dimensions");
     if (self->device == CT_META) {
-        if (nc < 0) return c10_error_int("one_hot: num_classes must be given on the meta device");
+        if (nc < 0) return c10_error_int("one_hot: Can not infer total number of classes from meta tensor.");
     } else {
         if (self->numel == 0 && nc <= 0)
             return c10_error_int("one_hot: Can not infer total number of classes from empty tensor.");

@@ -1203,11 +1203,11 @@ int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorIm
         mixed |= ts[k]->dtype != x->dtype;
         all_float &= ts[k]->dtype == CT_FLOAT32;
     }
+    if (!c10_is_float(x->dtype)) /* an integer input first, whatever the parameters */
+        return c10_error_int("\"batch_norm\" not implemented for '%s'", c10_dtype_cname(x->dtype));
     if (mixed && !all_float) return c10_error_int("mixed dtype (CPU): expect parameter to have scalar type of Float");
     if (mixed && x->dtype != CT_BFLOAT16)
         return c10_error_int("mixed dtype (CPU): expect input to have scalar type of BFloat16");
-    if (!c10_is_float(x->dtype))
-        return c10_error_int("\"batch_norm\" not implemented for '%s'", c10_dtype_cname(x->dtype));
     return 0;
 }
 

@@ -474,7 +474,7 @@ def test_like_factories_preserve_the_layout():
             assert tuple(ct.strides(got)) == want.stride(), (x.shape, x.stride(), ct.strides(got), want.stride())
 
 
-def _outcome(fn):
+def _torch_result(fn):
     try:
         return fn(), None
     except (RuntimeError, IndexError, ValueError) as e:
@@ -528,7 +528,7 @@ def test_inputs_torch_takes_or_refuses():
         (lambda: index(torch.zeros(3), 2), lambda: torch.ops.aten.index(torch.zeros(3), [None, None])),
     ]
     for k, (cfn, tfn) in enumerate(cases):
-        want, err = _outcome(tfn)
+        want, err = _torch_result(tfn)
         ct.clear_error()
         got = cfn()
         if err is None:
@@ -538,3 +538,35 @@ def test_inputs_torch_takes_or_refuses():
             ct.assert_error(got, err, what=f"case {k}: ")
         else:
             assert not got, f"case {k}: ctorch succeeded where torch fails: {err}"
+
+
+def test_messages_in_torchs_words():
+    """split / tril of 0-dim tensors, index_add's index dtype, scatter_add's src
+    dtype, batch_norm of integers, amax's empty dim as given, one_hot on meta"""
+    for n, r, a in [("ct_tril", T, [CT, c_int64]), ("ct_scatter_add", T, [CT, c_int, CT, CT]),
+                    ("ct_batch_norm", T, [CT, T, T, CT, CT, c_bool, c_double, c_double]),
+                    ("ct_to_device", T, [CT, c_int]), ("ct_split", c_int, [CT, c_int64, c_int, TP, c_int])]:
+        ct.declare(n, r, a)
+    out = (ct.T * 4)()
+    s = torch.tensor(2.0)
+    x = torch.randn(3, 4)
+    i16 = torch.tensor([0, 1], dtype=torch.int16)
+    F = torch.nn.functional
+    cases = [
+        (lambda: None if lib.ct_split(h(s), 1, 0, out, 4) < 0 else out[0], lambda: s.split(1)),
+        (lambda: lib.ct_tril(h(s), 0), lambda: s.tril()),
+        (lambda: lib.ct_index_add(h(x), 0, h(i16), h(x[:2]), 1.0), lambda: x.index_add(0, i16, x[:2])),
+        (lambda: lib.ct_scatter_add(h(x), 0, h(torch.zeros(1, 4, dtype=torch.long)), h(x.double())),
+         lambda: x.scatter_add(0, torch.zeros(1, 4, dtype=torch.long), x.double())),
+        (lambda: lib.ct_batch_norm(h(x.long()), None, None, h(torch.ones(4, dtype=torch.bfloat16)), None, True, 0.1, 1e-5),
+         lambda: F.batch_norm(x.long(), None, None, torch.ones(4, dtype=torch.bfloat16), None, True)),
+        (lambda: lib.ct_amax(h(torch.empty(0, 2)), i32([-2]), 1, False), lambda: torch.empty(0, 2).amax(-2)),
+        (lambda: lib.ct_amax(h(torch.empty(0, 2)), None, 0, False), lambda: torch.empty(0, 2).amax()),
+        (lambda: lib.ct_one_hot(lib.ct_to_device(h(torch.tensor([1])), ct.CT_META), -1),
+         lambda: F.one_hot(torch.tensor([1], device="meta"))),
+    ]
+    for k, (cfn, tfn) in enumerate(cases):
+        want, err = _torch_result(tfn)
+        assert err is not None, f"case {k}: torch succeeds"
+        ct.clear_error()
+        ct.assert_error(cfn(), err, what=f"case {k}: ")

@@ -101,8 +101,8 @@ def tdims(dims, x):
 LIST_OPS = {
     "ct_sum_dims": lambda x, d, k: torch.sum(x, tdims(d, x), keepdim=k),
     "ct_mean_dims": lambda x, d, k: torch.mean(x, tdims(d, x), keepdim=k),
-    "ct_amax": lambda x, d, k: torch.amax(x, tdims(d, x), keepdim=k),
-    "ct_amin": lambda x, d, k: torch.amin(x, tdims(d, x), keepdim=k),
+    "ct_amax": lambda x, d, k: torch.amax(x, () if d is None else d, keepdim=k),  # (): all, as ndims 0
+    "ct_amin": lambda x, d, k: torch.amin(x, () if d is None else d, keepdim=k),
     "ct_logsumexp": lambda x, d, k: torch.logsumexp(x, tdims(d, x), keepdim=k),
     "ct_all_dims": lambda x, d, k: torch.all(x, d[0], keepdim=k) if d and len(d) == 1 else
     (torch.all(x) if not k else torch.all(x).reshape([1] * x.dim()).to(torch.all(x).dtype)),
