@@ -138,13 +138,12 @@ CT_INTERNAL double c10_load_double(const void *p, ct_dtype d);
 CT_INTERNAL void c10_store_double(void *p, ct_dtype d, double v);
 /* float16 -> float, exact (a NaN keeps its payload; F16C quiets a signalling
  * one). Inline: out of line, it cost a call an element (float16 sums of [4096,
- * 4096] ran at 2% of the triad where there is no AVX-512). F16C's instruction
- * where there is one, else branch-free (loops of it vectorise; with F16C too,
- * that came to 30 KB of vectorised copies in the library, no faster). */
-static inline float c10_h2f(uint16_t h) {
-#ifdef __F16C__
-    return _cvtsh_ss(h);
-#else
+ * 4096] ran at 2% of the triad where there is no AVX-512). c10_h2f: F16C's
+ * scalar instruction where there is one (everywhere, the branch-free form came
+ * to 30 KB of vectorised copies in the library, no faster), else
+ * c10_h2f_bits, branch-free: loops of it vectorise, which hot loops without a
+ * vector conversion of their own use (a loop of _cvtsh_ss stays scalar). */
+static inline float c10_h2f_bits(uint16_t h) {
     uint32_t em = h & 0x7fffu, bits;
     float sub = (float)(int32_t)em * 0x1p-24f; /* zero and subnormals: em < 0x400, exact */
     memcpy(&bits, &sub, sizeof bits);
@@ -153,6 +152,12 @@ static inline float c10_h2f(uint16_t h) {
     float f;
     memcpy(&f, &bits, sizeof f);
     return f;
+}
+static inline float c10_h2f(uint16_t h) {
+#ifdef __F16C__
+    return _cvtsh_ss(h);
+#else
+    return c10_h2f_bits(h);
 #endif
 }
 CT_INTERNAL uint16_t c10_f2h(float f);
