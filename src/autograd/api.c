@@ -287,7 +287,7 @@ ct_tensor *ct_flatten(const ct_tensor *h, int start_dim, int end_dim) {
     return ct_reshape(h, shape, n);
 }
 
-ct_tensor *ct_unflatten(const ct_tensor *h, int dim, const int64_t *sizes, int n) {
+COLD_CODE ct_tensor *ct_unflatten(const ct_tensor *h, int dim, const int64_t *sizes, int n) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
     if (t->ndim == 0) return c10_error("unflatten: Dimension specified as %d but tensor has no dimensions", dim);

@@ -74,7 +74,7 @@ static TensorImpl *class_gb(BackwardCtx *c, TensorImpl *x, TensorImpl *target, T
     return DIVS(G, D);
 }
 
-int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {
+COLD_CODE int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {
     TensorImpl *x = c->in[0], *target = c->in[1], *w = c->in[2];
     int64_t reduction = c->args->i[0], ignore = c->args->i[1];
     double eps = c->args->s[0];

@@ -171,6 +171,7 @@ const DerivInfo deriv_info[OP_COUNT] = {
 };
 
 /* ---- views and copies ---- */
+COLD_BEGIN /* once a backward call, not per element: for size */
 
 /* g scattered into zeros laid out as the base (sizes, strides), at the view's
  * geometry (vsizes, vstrides, offset), counted in the base's storage. */
@@ -297,6 +298,8 @@ int d_view_scatter(BackwardCtx *c, TensorImpl **gi) {
     a.i[2 * nv + 1] = i[2 + 2 * nb + 2 * nv] + laid->offset;
     return (gi[0] = ag_call1(OP_as_strided, &a)) ? 0 : -1;
 }
+
+COLD_END
 
 /* view, squeeze, unsqueeze, reshape: the gradient reshaped back */
 int d_reshape_like(BackwardCtx *c, TensorImpl **gi) {

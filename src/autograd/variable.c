@@ -412,7 +412,7 @@ static bool view_requires_grad(const TensorImpl *t) {
  * several views a function returned, may not take a new history: it fails
  * when written in place (direct), or used after its base or a sibling was
  * (indirect), with grad mode on. */
-static int view_rebase_error(const TensorImpl *t, bool direct) {
+COLD_CODE static int view_rebase_error(const TensorImpl *t, bool direct) {
     AutogradMeta *m = t->autograd;
     if (!m || !m->is_view || m->creation == CM_DEFAULT || !ag_grad_enabled()) return 0;
     if (!direct && (m->attr_version == c10_version(t) || !(m->grad_fn || ag_requires_grad(m->base)))) return 0;
@@ -438,7 +438,8 @@ static int needs_history(int op, const OpArgs *a) {
     if (!ag_grad_enabled() || !deriv_info[op].backward || deriv_info[op].backward == NONE) return 0;
     int rec = 0;
     for (int k = 0; k < a->nt; k++) {
-        if (a->t[k] && view_rebase_error(a->t[k], false) < 0) return -1;
+        if (a->t[k] && a->t[k]->autograd && a->t[k]->autograd->creation && view_rebase_error(a->t[k], false) < 0)
+            return -1;
         if (ag_requires_grad(a->t[k])) rec = 1;
     }
     return rec;

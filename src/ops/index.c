@@ -787,7 +787,7 @@ static void adv_free(AdvIndex *ai) {
 
 /* Plans self[indices] (entries NULL = ':'; int64 = one dim; bool/uint8 = a mask
  * over as many dims as it has). Fills shapes; on CPU also the offset tables. */
-static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const *ent, int n, AdvIndex *ai) {
+COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const *ent, int n, AdvIndex *ai) {
     memset(ai, 0, sizeof *ai);
     TensorImpl *di[CT_MAX_DIMS] = {0}; /* per self dim: int64 index or NULL (owned) */
     int pos = 0, r = -1;

@@ -777,7 +777,7 @@ static TensorImpl *pw_run(const char *name, const ew_kernel *k, TensorImpl *cons
 
 /* l1_loss of integers (or a bool): abs(x - y) then the reduction, torch's
  * composite, with its errors (bools do not subtract; integers have no mean). */
-static int int_l1_loss(const OpArgs *a, TensorImpl **out) {
+COLD_CODE static int int_l1_loss(const OpArgs *a, TensorImpl **out) {
     OpArgs b;
     op_args_init(&b, 2, a->t[0], a->t[1], 1.0);
     TensorImpl *d = at_call1(OP_sub, &b), *r = NULL;
