@@ -786,8 +786,10 @@ static void adv_free(AdvIndex *ai) {
 }
 
 /* Plans self[indices] (entries NULL = ':'; int64 = one dim; bool/uint8 = a mask
- * over as many dims as it has). Fills shapes; on CPU also the offset tables. */
-COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const *ent, int n, AdvIndex *ai) {
+ * over as many dims as it has). Fills shapes; on CPU (unless shape_only) also
+ * the offset tables, checking the indices' range. */
+COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const *ent, int n, AdvIndex *ai,
+                                  bool shape_only) {
     memset(ai, 0, sizeof *ai);
     TensorImpl *di[CT_MAX_DIMS] = {0}; /* per self dim: int64 index or NULL (owned) */
     int pos = 0, r = -1;
@@ -893,7 +895,7 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
     ai->NP = prod(ai->psz, ai->np);
     ai->NB = prod(ai->bsz, ai->nbd);
     ai->NQ = prod(ai->qsz, ai->nq);
-    if (meta) {
+    if (meta || shape_only) {
         r = 0;
         goto done;
     }
@@ -944,7 +946,7 @@ int fwd_index(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0];
     AdvIndex ai;
-    if (adv_prepare("index", self, a->t + 1, a->nt - 1, &ai) < 0) return -1;
+    if (adv_prepare("index", self, a->t + 1, a->nt - 1, &ai, false) < 0) return -1;
     TensorImpl *o = c10_empty(ai.out_sizes, ai.out_ndim, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0) {
         adv_free(&ai);
@@ -1021,7 +1023,7 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
                              "destination and %s for the source.",
                              c10_dtype_cname(self->dtype), c10_dtype_cname(values->dtype));
     AdvIndex ai;
-    if (adv_prepare("index_put", self, a->t + 2, a->nt - 2, &ai) < 0) return -1;
+    if (adv_prepare("index_put", self, a->t + 2, a->nt - 2, &ai, true) < 0) return -1; /* the shapes first, as torch */
     int64_t bshape[CT_MAX_DIMS];
     if (c10_broadcast_shape(values->sizes, values->ndim, ai.out_sizes, ai.out_ndim, bshape) != ai.out_ndim ||
         memcmp(bshape, ai.out_sizes, sizeof(int64_t) * (size_t)ai.out_ndim)) {
@@ -1044,18 +1046,18 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
             o = NULL;
         }
     }
-    if (!o || o->device == CT_META || ai.NP * ai.NB * ai.NQ == 0) {
-        adv_free(&ai);
-        return (out[0] = o) ? 1 : -1;
+    adv_free(&ai);
+    if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
+    /* the indices checked and turned into offsets against o: self (in place)
+     * or a contiguous clone */
+    if (adv_prepare("index_put", o, a->t + 2, a->nt - 2, &ai, false) < 0) {
+        c10_release(o);
+        return -1;
     }
-    /* ai's offsets are relative to self's strides; o is self (in place) or a
-     * contiguous clone: replan against o when they differ */
-    if (o != self) {
+    if (ai.NP * ai.NB * ai.NQ == 0) {
         adv_free(&ai);
-        if (adv_prepare("index_put", o, a->t + 2, a->nt - 2, &ai) < 0) {
-            c10_release(o);
-            return -1;
-        }
+        out[0] = o;
+        return 1;
     }
     TensorImpl *ex = c10_expand(values, ai.out_sizes, ai.out_ndim);
     TensorImpl *v = ex ? at_contiguous(ex) : NULL;

@@ -490,7 +490,7 @@ def test_inputs_torch_takes_or_refuses():
     for n, r, a in [("ct_cross_entropy", T, [CT, CT, CT, c_int, c_int64, c_double]),
                     ("ct_nll_loss", T, [CT, CT, CT, c_int, c_int64]), ("ct_gather", T, [CT, c_int, CT]),
                     ("ct_scatter", T, [CT, c_int, CT, CT]), ("ct_scatter_add", T, [CT, c_int, CT, CT]),
-                    ("ct_index", T, [CT, TP, c_int])]:
+                    ("ct_index", T, [CT, TP, c_int]), ("ct_index_put_", c_int, [T, TP, c_int, CT, c_bool])]:
         ct.declare(n, r, a)
     x = torch.randn(3, 4)
     t = torch.tensor([0, 1, 3])
@@ -526,6 +526,9 @@ def test_inputs_torch_takes_or_refuses():
          lambda: F.one_hot(torch.empty(0, dtype=torch.long), 0)),
         (lambda: index(torch.tensor(3.0), 1), lambda: torch.ops.aten.index(torch.tensor(3.0), [None])),
         (lambda: index(torch.zeros(3), 2), lambda: torch.ops.aten.index(torch.zeros(3), [None, None])),
+        (lambda: None if lib.ct_index_put_(h(torch.zeros(3, 4, 2)), (ct.T * 1)(h(torch.tensor(3))), 1,
+                                           h(torch.ones(3)), True) < 0 else 1,
+         lambda: torch.zeros(3, 4, 2).index_put_((torch.tensor(3),), torch.ones(3), True)),  # shapes before range
     ]
     for k, (cfn, tfn) in enumerate(cases):
         want, err = _torch_result(tfn)
