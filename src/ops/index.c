@@ -895,7 +895,7 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
     ai->NP = prod(ai->psz, ai->np);
     ai->NB = prod(ai->bsz, ai->nbd);
     ai->NQ = prod(ai->qsz, ai->nq);
-    if (meta || shape_only) {
+    if (meta || shape_only || ai->NP * ai->NQ == 0) { /* no element: no offsets, no range check (torch's) */
         r = 0;
         goto done;
     }
@@ -1295,7 +1295,7 @@ int fwd_roll(int op, const OpArgs *a, TensorImpl **out) {
     if (nd != 0 && nd != n)
         return c10_error_int("roll: shifts and dimensions must align. shifts: %d, dims:%d", n, nd);
     int dims[CT_MAX_DIMS];
-    for (int k = 0; k < nd; k++) {
+    for (int k = 0; k < nd && self->numel; k++) { /* nothing to roll: any dims, as torch */
         if (self->ndim == 0)
             return c10_error_int("roll: Dimension specified as %lld but tensor has no dimensions", (long long)a->i[n + k]);
         if ((dims[k] = c10_wrap_dim(a->i[n + k], self->ndim)) < 0) return prefix_error("roll");
@@ -1378,7 +1378,7 @@ int fwd_repeat(int op, const OpArgs *a, TensorImpl **out) {
 static int tri(const char *name, bool lower, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0];
     if (self->ndim == 0) return c10_error_int("Dimension specified as -2 but tensor has no dimensions");
-    if (self->ndim < 2) {
+    if (self->ndim < 2 && self->numel) {
         c10_wrap_dim(-2, self->ndim);
         return prefix_error(name);
     }

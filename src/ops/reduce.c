@@ -1137,7 +1137,6 @@ int fwd_amax(int op, const OpArgs *a, TensorImpl **out) {
 int fwd_argmax(int op, const OpArgs *a, TensorImpl **out) {
     const TensorImpl *t = a->t[0];
     const char *name = op == OP_argmax ? "argmax" : "argmin";
-    if (t->dtype == CT_BOOL) return c10_error_int("\"%s_cpu\" not implemented for 'Bool'", name);
     bool mask[CT_MAX_DIMS] = {0}, keepdim = a->i[1] != 0;
     if (a->i[2]) {
         int d = wrap_dim(name, a->i[0], t->ndim);
@@ -1151,6 +1150,10 @@ int fwd_argmax(int op, const OpArgs *a, TensorImpl **out) {
     }
     TensorImpl *o = alloc_out(t, mask, keepdim, CT_INT64);
     if (!o) return -1;
+    if (t->dtype == CT_BOOL && o->numel) { /* an empty result is torch's, whatever the dtype */
+        c10_release(o);
+        return c10_error_int("\"%s_cpu\" not implemented for 'Bool'", name);
+    }
     if (t->device != CT_META) {
         RPlan pl;
         plan_build(&pl, t, mask, false);
@@ -1419,6 +1422,7 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
     const char *name = logm ? "log_softmax" : "softmax";
     int d = wrap_dim(name, a->i[0], t->ndim);
     if (d < 0) return -1;
+    if (t->numel == 0 && !c10_is_float(t->dtype)) ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device)); /* torch's */
     if (!c10_is_float(t->dtype)) /* torch's kernel names: softmax_kernel_impl for both off the last dim */
         return c10_error_int("%s: \"%s_kernel_impl\" not implemented for '%s'", name,
                              d < t->ndim - 1 ? "softmax" : logm ? "log_softmax_lastdim" : "softmax_lastdim",

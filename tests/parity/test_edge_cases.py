@@ -486,11 +486,13 @@ def test_inputs_torch_takes_or_refuses():
     label smoothing smooths nothing, uint8 class indices (nll_loss, not 2d), an
     empty index of any dtype in gather / scatter, a 0-dim src counts as one element,
     topk of bool, embedding rows of width 0 still check indices, one_hot of nothing
-    needs a class count, ':' entries count towards too many indices"""
+    needs a class count, ':' entries count towards too many indices; where nothing is
+    computed torch returns before its checks"""
     for n, r, a in [("ct_cross_entropy", T, [CT, CT, CT, c_int, c_int64, c_double]),
                     ("ct_nll_loss", T, [CT, CT, CT, c_int, c_int64]), ("ct_gather", T, [CT, c_int, CT]),
                     ("ct_scatter", T, [CT, c_int, CT, CT]), ("ct_scatter_add", T, [CT, c_int, CT, CT]),
-                    ("ct_index", T, [CT, TP, c_int]), ("ct_index_put_", c_int, [T, TP, c_int, CT, c_bool])]:
+                    ("ct_index", T, [CT, TP, c_int]), ("ct_index_put_", c_int, [T, TP, c_int, CT, c_bool]),
+                    ("ct_argmax", T, [CT, c_bool, c_int, c_bool]), ("ct_tril", T, [CT, c_int64])]:
         ct.declare(n, r, a)
     x = torch.randn(3, 4)
     t = torch.tensor([0, 1, 3])
@@ -529,6 +531,18 @@ def test_inputs_torch_takes_or_refuses():
         (lambda: None if lib.ct_index_put_(h(torch.zeros(3, 4, 2)), (ct.T * 1)(h(torch.tensor(3))), 1,
                                            h(torch.ones(3)), True) < 0 else 1,
          lambda: torch.zeros(3, 4, 2).index_put_((torch.tensor(3),), torch.ones(3), True)),  # shapes before range
+        # nothing to compute: torch returns before its dtype / dim / range checks
+        (lambda: lib.ct_softmax(h(torch.zeros(0, 3, dtype=torch.long)), 1),
+         lambda: torch.zeros(0, 3, dtype=torch.long).softmax(1)),
+        (lambda: lib.ct_argmax(h(torch.zeros(2, 0, 3, dtype=torch.bool)), True, 2, False),
+         lambda: torch.zeros(2, 0, 3, dtype=torch.bool).argmax(2)),
+        (lambda: lib.ct_argmax(h(torch.zeros(2, 3, dtype=torch.bool)), True, 1, False),
+         lambda: torch.zeros(2, 3, dtype=torch.bool).argmax(1)),
+        (lambda: lib.ct_tril(h(torch.zeros(0)), 0), lambda: torch.zeros(0).tril()),
+        (lambda: lib.ct_tril(h(torch.zeros(3)), 0), lambda: torch.zeros(3).tril()),
+        (lambda: lib.ct_roll(h(torch.zeros(0, 3)), i64([1]), 1, i32([5]), 1), lambda: torch.zeros(0, 3).roll(1, 5)),
+        (lambda: lib.ct_index(h(torch.zeros(4, 0, 1)), (ct.T * 1)(h(torch.tensor([[4], [1]]))), 1),
+         lambda: torch.zeros(4, 0, 1)[torch.tensor([[4], [1]])]),
     ]
     for k, (cfn, tfn) in enumerate(cases):
         want, err = _torch_result(tfn)
