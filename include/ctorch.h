@@ -200,10 +200,11 @@ CT_API ct_tensor *ct_unflatten(const ct_tensor *t, int dim, const int64_t *sizes
 CT_API ct_tensor *ct_detach(const ct_tensor *t);
 /* Multi-result views fill out[] with new handles and return their count (-1 on
  * error). `out` must hold ceil(size/split_size), `chunks` or size(dim) entries.
- * As in PyTorch, with grad mode on these pieces (and views made with grad mode
- * off) may not be written in place, nor used after their base was: -1 and
- * torch's message ("Output 0 of SplitBackward0 is a view and is being modified
- * inplace. ..."); clone them, or write them with grad mode off. */
+ * As in PyTorch, where gradients are involved and grad mode is on, these
+ * pieces (and views made with grad mode off) may not be written in place, nor
+ * used once their base or a sibling was: -1 and torch's message ("Output 0 of
+ * SplitBackward0 is a view and is being modified inplace. ..."); clone them,
+ * or write them with grad mode off. */
 CT_API int ct_split(const ct_tensor *t, int64_t split_size, int dim, ct_tensor **out, int cap);
 CT_API int ct_split_with_sizes(const ct_tensor *t, const int64_t *sizes, int n, int dim, ct_tensor **out);
 CT_API int ct_chunk(const ct_tensor *t, int chunks, int dim, ct_tensor **out, int cap);
