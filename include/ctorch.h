@@ -211,9 +211,9 @@ CT_API int ct_chunk(const ct_tensor *t, int chunks, int dim, ct_tensor **out, in
 CT_API int ct_unbind(const ct_tensor *t, int dim, ct_tensor **out, int cap);
 
 /* ------------------------------------------------------------------- copies */
-CT_API ct_tensor *ct_contiguous(const ct_tensor *t); /* the same storage when already contiguous */
+CT_API ct_tensor *ct_contiguous(const ct_tensor *t); /* t itself (a new handle) when already contiguous */
 CT_API ct_tensor *ct_clone(const ct_tensor *t);
-CT_API ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dtype);
+CT_API ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dtype); /* t itself (a new handle) for t's dtype */
 CT_API ct_tensor *ct_to_device(const ct_tensor *t, ct_device device);
 CT_API int ct_copy_(ct_tensor *dst, const ct_tensor *src); /* broadcasts src, converts dtype */
 CT_API int ct_fill_(ct_tensor *t, double value);

@@ -438,11 +438,15 @@ ct_tensor *ct_ones_like(const ct_tensor *h) { return ct_full_like(h, 1); }
 ct_tensor *ct_contiguous(const ct_tensor *h) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
-    if (t->is_contiguous) return view_op(OP_alias, h, NULL, 0); /* a new handle, the same storage */
+    if (t->is_contiguous) return c10_wrap(c10_retain(t)); /* the tensor itself (a new handle), as torch */
     return view_op(OP_contiguous, h, NULL, 0);
 }
 ct_tensor *ct_clone(const ct_tensor *t) { return view_op(OP_clone, t, NULL, 0); }
-ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dtype) { return view_op(OP_to_dtype, t, INTS(dtype)); }
+ct_tensor *ct_to_dtype(const ct_tensor *h, ct_dtype dtype) {
+    TensorImpl *t = c10_unwrap(h);
+    if (t && t->dtype == dtype) return c10_wrap(c10_retain(t)); /* the tensor itself, as torch's .to() */
+    return view_op(OP_to_dtype, h, INTS(dtype));
+}
 
 ct_tensor *ct_to_device(const ct_tensor *h, ct_device device) {
     TensorImpl *t = c10_unwrap(h);

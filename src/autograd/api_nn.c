@@ -128,8 +128,12 @@ ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training) {
         noise = c10_empty(x->sizes, x->ndim, x->dtype, x->device);
         if (noise && x->device != CT_META) {
             c10_bernoulli_fill(noise, 1 - p);
-            /* noise.div_(1 - p), computed as torch does in the dtype's compute type */
-            double scale = x->dtype == CT_FLOAT64 ? 1 / (1 - p) : (double)(1.0f / (float)(1 - p));
+            /* noise.div_(1 - p), computed as torch does in the dtype's compute type,
+             * the scalar first cast to the dtype (a 16-bit one rounds it) */
+            float q = (float)(1 - p);
+            if (x->dtype == CT_BFLOAT16) q = c10_bf2f(c10_f2bf(q));
+            if (x->dtype == CT_FLOAT16) q = c10_h2f(c10_f2h(q));
+            double scale = x->dtype == CT_FLOAT64 ? 1 / (1 - p) : (double)(1.0f / q);
             TensorImpl *s = c10_scalar_tensor(scale, CT_FLOAT64, CT_CPU);
             if (s) s->is_wrapped_number = true;
             OpArgs m = {.t = {noise, s}, .nt = 2, .s = {1}, .dst = noise};

@@ -1030,3 +1030,26 @@ def test_leaf_flags_after_the_graph_is_made():
     # flatten of one dim: the tensor itself (still a leaf)
     assert torch.arange(3.0).requires_grad_().flatten().is_leaf
     assert lib.ct_is_leaf(ct.check(lib.ct_flatten(leaf(v), 0, -1)))
+
+
+def test_no_op_conversions_return_the_tensor_itself():
+    """contiguous() of a contiguous tensor and .to() its own dtype are the tensor
+    itself in torch: a leaf stays a leaf, a result keeps its grad_fn, writes show"""
+    for n, r, a in [("ct_to_dtype", ct.T, [ct.CT, c_int]), ("ct_is_leaf", c_bool, [ct.CT]),
+                    ("ct_grad_fn_name", c_char_p, [ct.CT]), ("ct_mul_scalar", ct.T, [ct.CT, c_double]),
+                    ("ct_fill_", c_int, [ct.T, c_double])]:
+        ct.declare(n, r, a)
+    lib = ct.lib
+    v = torch.arange(4, dtype=torch.float32)
+    tx = v.clone().requires_grad_()
+    x = leaf(v)
+    for cfn, tfn in [(lambda h: lib.ct_contiguous(h), lambda t: t.contiguous()),
+                     (lambda h: lib.ct_to_dtype(h, ct.CT_FLOAT32), lambda t: t.to(torch.float32))]:
+        assert lib.ct_is_leaf(ct.check(cfn(x))) == tfn(tx).is_leaf
+        y, ty = ct.check(lib.ct_mul_scalar(x, 2.0)), tx * 2
+        got = lib.ct_grad_fn_name(ct.check(cfn(y)))
+        assert got.decode() == type(tfn(ty).grad_fn).__name__
+    c = ct.from_torch(v.clone())
+    same = ct.check(lib.ct_to_dtype(c, ct.CT_FLOAT32))
+    ct.check_int(lib.ct_fill_(same, 7.0))
+    assert ct.to_torch(c).tolist() == [7.0] * 4

@@ -566,12 +566,14 @@ def test_dropout_transposed_and_dtypes():
     want = Fn.dropout(xh.float(), 0.25).to(F16)
     lib.ct_manual_seed(5)
     ct.assert_close(ct.check(lib.ct_dropout(ct.from_torch(xh), 0.25, True)), want, rtol=1e-3, atol=1e-3)
-    for dt in (F64, BF16):
-        xd = torch.randn(50, generator=GEN).to(dt)
-        torch.manual_seed(5)
-        want = Fn.dropout(xd, 0.25)
-        lib.ct_manual_seed(5)
-        ct.assert_close(ct.check(lib.ct_dropout(ct.from_torch(xd), 0.25, True)), want, what=f"dropout {dt}: ")
+    for dt in (F64, BF16, F32):
+        for p in (0.25, 0.259, 0.333):  # 1 - p rounds in bfloat16 before torch divides by it
+            xd = torch.randn(50, generator=GEN).to(dt)
+            torch.manual_seed(5)
+            want = Fn.dropout(xd, p)
+            lib.ct_manual_seed(5)
+            got = ct.to_torch(ct.check(lib.ct_dropout(ct.from_torch(xd), p, True)))
+            assert torch.equal(got, want), f"dropout {dt} p={p}: {(got.double() - want.double()).abs().max()}"
 
 
 def test_dropout_edges_and_grad():
