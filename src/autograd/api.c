@@ -189,7 +189,7 @@ ct_tensor *ct_reshape(const ct_tensor *h, const int64_t *shape_in, int ndim) {
     int64_t shape[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     if (ndim) memcpy(shape, shape_in, sizeof(int64_t) * (size_t)ndim);
     if (c10_infer_shape("reshape", shape, ndim, t->numel) < 0) return NULL;
-    int op = c10_view_strides(t, shape, ndim, strides) ? OP_view : OP_reshape_copy;
+    int op = c10_view_strides(t, shape, ndim, strides) ? OP_reshape_alias : OP_reshape_copy;
     return view_op(op, h, shape, ndim);
 }
 
@@ -206,7 +206,7 @@ ct_tensor *ct_t(const ct_tensor *h) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
     if (t->ndim > 2) return c10_error("t() expects a tensor with <= 2 dimensions, but self is %dD", t->ndim);
-    return t->ndim < 2 ? view_op(OP_alias, h, NULL, 0) : ct_transpose(h, 0, 1);
+    return view_op(OP_t, h, INTS(0, t->ndim < 2 ? 0 : 1));
 }
 ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
     if (!check_ndim("permute", ndim)) return NULL;
@@ -259,7 +259,7 @@ ct_tensor *ct_view_as(const ct_tensor *t, const ct_tensor *other) {
     TensorImpl *o = c10_unwrap(other);
     return o ? ct_view(t, o->sizes, o->ndim) : NULL;
 }
-ct_tensor *ct_squeeze(const ct_tensor *t, int dim) { return view_op(OP_squeeze, t, INTS(dim)); }
+ct_tensor *ct_squeeze(const ct_tensor *t, int dim) { return view_op(OP_squeeze_dim, t, INTS(dim)); }
 ct_tensor *ct_squeeze_all(const ct_tensor *t) { return view_op(OP_squeeze, t, INTS(CT_MAX_DIMS)); }
 ct_tensor *ct_unsqueeze(const ct_tensor *t, int dim) { return view_op(OP_unsqueeze, t, INTS(dim)); }
 ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int dim1, int dim2) {

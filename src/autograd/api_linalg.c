@@ -27,11 +27,12 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     TensorImpl *t[2];
     const ct_tensor *h[2] = {a, b};
     if (!unwrap(h, t, 2)) return NULL;
-    /* 2-d @ 2-d is mm, as in PyTorch (its node is MmBackward0) */
-    int op = t[0]->ndim == 2 && t[1]->ndim == 2 ? OP_mm : OP_matmul;
+    /* 1-d @ 1-d is dot, 2-d @ 1-d mv, 2-d @ 2-d mm, as in PyTorch (their nodes) */
+    int na = t[0]->ndim, nb = t[1]->ndim;
+    int op = na == 2 && nb == 2 ? OP_mm : na == 1 && nb == 1 ? OP_dot : na == 2 && nb == 1 ? OP_mv : OP_matmul;
     OpArgs args = {.t = {t[0], t[1]}, .nt = 2};
     TensorImpl *r = ag_call1(op, &args);
-    if (!r && op == OP_mm) { /* word the error as matmul does */
+    if (!r && op != OP_matmul) { /* word the error as matmul does */
         ct_clear_error();
         r = at_call1(OP_matmul, &args);
     }

@@ -1053,3 +1053,39 @@ def test_no_op_conversions_return_the_tensor_itself():
     same = ct.check(lib.ct_to_dtype(c, ct.CT_FLOAT32))
     ct.check_int(lib.ct_fill_(same, 7.0))
     assert ct.to_torch(c).tolist() == [7.0] * 4
+
+
+def test_node_names_of_views_and_products():
+    """grad_fn names as torch's: squeeze(dim) SqueezeBackward1, squeeze() 0, t() TBackward0
+    (1-d too), reshape / flatten ReshapeAliasBackward0 as a view and UnsafeViewBackward0
+    through a copy, matmul by ranks: Dot, Mv, Mm, UnsafeView (batched)"""
+    for n, r, a in [("ct_grad_fn_name", c_char_p, [ct.CT]), ("ct_squeeze", ct.T, [ct.CT, c_int]),
+                    ("ct_squeeze_all", ct.T, [ct.CT]), ("ct_t", ct.T, [ct.CT]),
+                    ("ct_reshape", ct.T, [ct.CT, ct.I64P, c_int]), ("ct_flatten", ct.T, [ct.CT, c_int, c_int]),
+                    ("ct_matmul", ct.T, [ct.CT, ct.CT]), ("ct_mul_scalar", ct.T, [ct.CT, c_double])]:
+        ct.declare(n, r, a)
+    lib = ct.lib
+
+    def name(h):
+        return ct.lib.ct_grad_fn_name(ct.check(h)).decode()
+    g = torch.Generator().manual_seed(1)
+    m = torch.randn(1, 3, 4, generator=g, dtype=torch.float64)
+    tm = m.clone().requires_grad_()
+    hm = leaf(m)
+    t2 = tm[0].t()
+    h2 = ct.check(lib.ct_t(ct.check(lib.ct_squeeze(hm, 0))))
+    cases = [(lib.ct_squeeze(hm, 0), tm.squeeze(0)), (lib.ct_squeeze_all(hm), tm.squeeze()),
+             (lib.ct_t(ct.check(lib.ct_squeeze(hm, 0))), tm.squeeze(0).t()),
+             (lib.ct_t(ct.check(lib.ct_flatten(hm, 0, -1))), tm.flatten().t()),
+             (lib.ct_reshape(hm, ct.i64([-1]), 1), tm.reshape(-1)), (lib.ct_reshape(h2, ct.i64([-1]), 1), t2.reshape(-1)),
+             (lib.ct_flatten(hm, 0, -1), tm.flatten()), (lib.ct_flatten(h2, 0, -1), t2.flatten())]
+    v = torch.randn(4, generator=g, dtype=torch.float64)
+    b = torch.randn(2, 4, 3, generator=g, dtype=torch.float64)
+    tv, tb = v.clone().requires_grad_(), b.clone().requires_grad_()
+    hv, hb = leaf(v), leaf(b)
+    h43 = ct.check(lib.ct_squeeze(hm, 0))
+    cases += [(lib.ct_matmul(hv, hv), tv @ tv), (lib.ct_matmul(h43, hv), tm[0] @ tv),
+              (lib.ct_matmul(h2, h43), t2 @ tm[0]), (lib.ct_matmul(hb, h43), tb @ tm[0])]
+    for k, (h, t) in enumerate(cases):
+        assert name(h) == type(t.grad_fn).__name__, (k, name(h), type(t.grad_fn).__name__)
+        ct.assert_close(h, t.detach(), rtol=1e-12, atol=1e-12)
