@@ -138,10 +138,28 @@ ct_tensor *ct_randn(const int64_t *shape, int ndim, ct_dtype dtype) {
     return h;
 }
 
+/* v as dtype d holds it (float types round) */
+static double as_dtype(double v, ct_dtype d) {
+    char buf[8];
+    c10_store_double(buf, d, v);
+    return c10_load_double(buf, d);
+}
+
 ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim, ct_dtype dtype) {
     if (low >= high)
         return c10_error("random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
                          (long long)low, (long long)high);
+    if (c10_dtype_valid((int)dtype) && c10_is_float(dtype)) {
+        /* torch's update_from / update_to: the range's ends moved inside what the dtype holds */
+        int64_t from = low, to = high;
+        double f = as_dtype((double)low, dtype), t1 = as_dtype((double)(high - 1), dtype);
+        bool wide = dtype == CT_FLOAT64;
+        if ((int64_t)f < low) from = (int64_t)(wide ? nextafter(f, INFINITY) : (double)nextafterf((float)f, INFINITY));
+        if ((int64_t)t1 >= high) to = (int64_t)(wide ? nextafter(t1, -INFINITY) : (double)nextafterf((float)t1, -INFINITY));
+        if (from >= to)
+            return c10_error("random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got "
+                             "from=%lld >= to=%lld", (long long)from, (long long)to);
+    }
     /* from and to - 1 within the dtype's range, as torch's random_ checks (not float32 / 64, int64) */
     static const char *const names[] = {"bool", "unsigned char", "signed char", "short int", "int", "", "c10::Half",
                                         "c10::BFloat16"};
@@ -220,13 +238,24 @@ static int random_inplace(ct_tensor *h, int kind, double a, double b) {
     return 0;
 }
 
-int ct_uniform_(ct_tensor *t, double from, double to) {
-    if (from > to)
-        return c10_error_int("uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to);
-    return random_inplace(t, 0, from, to);
+int ct_uniform_(ct_tensor *h, double from, double to) {
+    TensorImpl *t = c10_unwrap(h);
+    if (t && c10_is_float(t->dtype)) { /* torch's check_uniform_bounds: finite in the dtype, in order */
+        static const char *const names[] = {"c10::Half", "c10::BFloat16", "float", "double"};
+        static const double max[] = {65504.0, 3.3895313892515355e38, 3.4028234663852886e38, 1.7976931348623157e308};
+        int k = t->dtype - CT_FLOAT16;
+        if (!(from >= -max[k] && from <= max[k])) return c10_error_int("from is out of bounds for %s", names[k]);
+        if (!(to >= -max[k] && to <= max[k])) return c10_error_int("to is out of bounds for %s", names[k]);
+        if (from > to)
+            return c10_error_int("uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to);
+        if (to - from > max[k])
+            return c10_error_int("uniform_ expects to-from <= std::numeric_limits<%s>::max(), but found to=%g and "
+                                 "from=%g which result in to-from to exceed the limit", c10_dtype_cname(t->dtype), to, from);
+    }
+    return random_inplace(h, 0, from, to);
 }
 int ct_normal_(ct_tensor *t, double mean, double std) {
-    if (std < 0) return c10_error_int("normal expects std >= 0.0, but found std %g", std);
+    if (!(std >= 0)) return c10_error_int("normal expects std >= 0.0, but found std %g", std);
     return random_inplace(t, 1, mean, std);
 }
 int ct_bernoulli_(ct_tensor *t, double p) {

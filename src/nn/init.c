@@ -66,7 +66,10 @@ static int kaiming_std(ct_tensor *t, double a, const char *mode, const char *nl,
     if (strcmp(mode, "fan_in") && strcmp(mode, "fan_out"))
         return c10_error_int("Mode %s not supported, please use one of fan_in, fan_out", mode);
     double fan = !strcmp(mode, "fan_in") ? fi : fo;
-    if (fan == 0) return c10_error_int("Initializing zero-element tensors is a no-op");
+    if (fan == 0) { /* torch: "Initializing zero-element tensors is a no-op", a warning */
+        *std = 0;
+        return 1;
+    }
     double gain = ct_init_calculate_gain(nl ? nl : "leaky_relu", a);
     if (isnan(gain)) return -1;
     *std = gain / sqrt(fan);
@@ -74,14 +77,16 @@ static int kaiming_std(ct_tensor *t, double a, const char *mode, const char *nl,
 }
 
 int ct_init_kaiming_uniform_(ct_tensor *t, double a, const char *mode, const char *nl) {
-    double std;
-    if (kaiming_std(t, a, mode, nl, &std) < 0) return -1;
+    double std = 0;
+    int k = kaiming_std(t, a, mode, nl, &std);
+    if (k != 0) return k < 0 ? -1 : 0;
     double bound = sqrt(3.0) * std;
     return run(t, I_UNIFORM, -bound, bound);
 }
 
 int ct_init_kaiming_normal_(ct_tensor *t, double a, const char *mode, const char *nl) {
-    double std;
-    if (kaiming_std(t, a, mode, nl, &std) < 0) return -1;
+    double std = 0;
+    int k = kaiming_std(t, a, mode, nl, &std);
+    if (k != 0) return k < 0 ? -1 : 0;
     return run(t, I_NORMAL, 0, std);
 }

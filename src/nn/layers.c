@@ -243,7 +243,7 @@ static ct_module *conv(int nd, int64_t in, int64_t out, int64_t k, int64_t s, in
     if (g <= 0) return c10_error("groups must be a positive integer");
     if (in % g) return c10_error("in_channels must be divisible by groups");
     if (out % g) return c10_error("out_channels must be divisible by groups");
-    if (in <= 0 || out <= 0 || k <= 0 || s <= 0 || p < 0 || d <= 0)
+    if (in < 0 || out < 0 || k <= 0 || s <= 0 || p < 0 || d <= 0) /* 0 channels: torch builds it */
         return c10_error("%s: invalid arguments (in_channels=%lld, out_channels=%lld, kernel_size=%lld, stride=%lld, "
                          "padding=%lld, dilation=%lld)",
                          name, (long long)in, (long long)out, (long long)k, (long long)s, (long long)p, (long long)d);

@@ -587,3 +587,40 @@ def test_messages_in_torchs_words():
         assert err is not None, f"case {k}: torch succeeds"
         ct.clear_error()
         ct.assert_error(cfn(), err, what=f"case {k}: ")
+
+
+def test_random_fills_and_inits_check_like_torch():
+    """uniform_'s bounds must be finite in the dtype (then ordered), normal_'s std not
+    NaN, randint's ends as the float dtype holds them; kaiming of a zero-element
+    tensor is a no-op (torch warns), convolutions of zero channels build"""
+    import math
+    for n, r, a in [("ct_uniform_", c_int, [T, c_double, c_double]), ("ct_normal_", c_int, [T, c_double, c_double]),
+                    ("ct_zeros", T, [I64P, c_int, c_int]),
+                    ("ct_init_kaiming_uniform_", c_int, [T, c_double, ct.c_char_p, ct.c_char_p]),
+                    ("ct_nn_conv2d", c_void_p, [c_int64] * 7 + [c_bool]), ("ct_module_free", None, [c_void_p])]:
+        ct.declare(n, r, a)
+    for dt, cdt in [(torch.float32, ct.CT_FLOAT32), (torch.float16, ct.CT_FLOAT16)]:
+        for kind, lo, hi in [("u", 0.0, math.inf), ("u", math.nan, 1.0), ("u", 2.5, 100002.5), ("u", 3.0, 1.0),
+                             ("n", 0.0, math.nan), ("n", 0.0, -1.0), ("u", -1.0, 1.0)]:
+            t = torch.zeros(4, dtype=dt)
+            err = ct.torch_error(lambda: t.uniform_(lo, hi) if kind == "u" else t.normal_(lo, hi))
+            hx = lib.ct_zeros(i64([4]), 1, cdt)
+            ct.clear_error()
+            rc = (lib.ct_uniform_ if kind == "u" else lib.ct_normal_)(hx, lo, hi)
+            if err is None:
+                assert rc == 0, ct.last_error()
+            else:
+                ct.assert_error(rc, err, what=f"{kind} {lo} {hi} {dt}: ")
+                assert ct.to_torch(hx).tolist() == [0.0] * 4
+    lo = 2739425672
+    err = ct.torch_error(lambda: torch.randint(lo, lo + 1, (3,), dtype=torch.float32))
+    ct.clear_error()
+    ct.assert_error(lib.ct_randint(lo, lo + 1, i64([3]), 1, ct.CT_FLOAT32), err)
+    for shape in [(0, 3), (2, 3, 0)]:
+        hz = lib.ct_zeros(i64(list(shape)), len(shape), ct.CT_FLOAT32)
+        assert lib.ct_init_kaiming_uniform_(hz, 0.0, b"fan_out", None) == 0, ct.last_error()
+    for cin, cout in [(0, 3), (0, 0)]:
+        torch.nn.Conv2d(cin, cout, 1)
+        m = lib.ct_nn_conv2d(cin, cout, 1, 1, 0, 1, 1, True)
+        assert m, ct.last_error()
+        lib.ct_module_free(m)
