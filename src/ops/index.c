@@ -768,11 +768,13 @@ int fwd_nonzero(int op, const OpArgs *a, TensorImpl **out) {
 
 typedef struct {
     int np, nbd, nq;
-    int64_t psz[CT_MAX_DIMS], pst[CT_MAX_DIMS];
+    int64_t psz[CT_MAX_DIMS];
+    int pdim[CT_MAX_DIMS], qdim[CT_MAX_DIMS]; /* the indexed tensor's dims of the p and q parts */
     int64_t bsz[CT_MAX_DIMS];
-    int64_t qsz[CT_MAX_DIMS], qst[CT_MAX_DIMS];
+    int64_t qsz[CT_MAX_DIMS];
     int64_t NP, NB, NQ;
-    int64_t *poff, *boff, *qoff; /* malloc'd */
+    TensorImpl *di[CT_MAX_DIMS]; /* per dim: its int64 index or NULL (owned) */
+    int64_t *poff, *boff, *qoff; /* malloc'd by adv_offsets */
     bool q_contig;               /* qoff[q] == q */
     int out_ndim;
     int64_t out_sizes[CT_MAX_DIMS];
@@ -783,15 +785,16 @@ static void adv_free(AdvIndex *ai) {
     free(ai->boff);
     free(ai->qoff);
     ai->poff = ai->boff = ai->qoff = NULL;
+    for (int d = 0; d < CT_MAX_DIMS; d++) c10_release(ai->di[d]);
+    memset(ai->di, 0, sizeof ai->di);
 }
 
 /* Plans self[indices] (entries NULL = ':'; int64 = one dim; bool/uint8 = a mask
- * over as many dims as it has). Fills shapes; on CPU (unless shape_only) also
- * the offset tables, checking the indices' range. */
-COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const *ent, int n, AdvIndex *ai,
-                                  bool shape_only) {
+ * over as many dims as it has): the shapes, and each dim's index (adv_offsets
+ * then checks their range and makes the offset tables). */
+COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorImpl *const *ent, int n, AdvIndex *ai) {
     memset(ai, 0, sizeof *ai);
-    TensorImpl *di[CT_MAX_DIMS] = {0}; /* per self dim: int64 index or NULL (owned) */
+    TensorImpl **di = ai->di;
     int pos = 0, r = -1;
     bool meta = self->device == CT_META;
     int got = 0; /* the dims the entries index: a mask its own, others (NULL: ':') one */
@@ -878,10 +881,10 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
         if (di[d]) continue;
         if (adjacent && d < first) {
             ai->psz[ai->np] = self->sizes[d];
-            ai->pst[ai->np++] = self->strides[d];
+            ai->pdim[ai->np++] = d;
         } else {
             ai->qsz[ai->nq] = self->sizes[d];
-            ai->qst[ai->nq++] = self->strides[d];
+            ai->qdim[ai->nq++] = d;
         }
     }
     if (ai->np + ai->nbd + ai->nq > CT_MAX_DIMS) {
@@ -895,50 +898,50 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
     ai->NP = prod(ai->psz, ai->np);
     ai->NB = prod(ai->bsz, ai->nbd);
     ai->NQ = prod(ai->qsz, ai->nq);
-    if (meta || shape_only || ai->NP * ai->NQ == 0) { /* no element: no offsets, no range check (torch's) */
-        r = 0;
-        goto done;
-    }
+    r = 0;
+done:
+    if (r < 0) adv_free(ai);
+    return r;
+}
+
+/* The offset tables of a plan against t (self, or a tensor of its shape laid
+ * out otherwise), the indices' range checked; nothing without elements (no
+ * range check either, as torch) or data. */
+COLD_CODE static int adv_offsets(const char *op, AdvIndex *ai, const TensorImpl *t) {
+    if (t->device == CT_META || ai->NP * ai->NQ == 0) return 0;
+    int64_t pst[CT_MAX_DIMS], qst[CT_MAX_DIMS];
+    for (int i = 0; i < ai->np; i++) pst[i] = t->strides[ai->pdim[i]];
+    for (int i = 0; i < ai->nq; i++) qst[i] = t->strides[ai->qdim[i]];
     ai->poff = malloc(sizeof(int64_t) * (size_t)(ai->NP ? ai->NP : 1));
     ai->boff = calloc((size_t)(ai->NB ? ai->NB : 1), sizeof(int64_t));
     ai->qoff = malloc(sizeof(int64_t) * (size_t)(ai->NQ ? ai->NQ : 1));
-    if (!ai->poff || !ai->boff || !ai->qoff) {
-        c10_error("out of memory");
-        goto done;
-    }
-    offsets_of(ai->psz, ai->pst, ai->np, ai->poff);
-    offsets_of(ai->qsz, ai->qst, ai->nq, ai->qoff);
+    if (!ai->poff || !ai->boff || !ai->qoff) return c10_error_int("out of memory");
+    offsets_of(ai->psz, pst, ai->np, ai->poff);
+    offsets_of(ai->qsz, qst, ai->nq, ai->qoff);
     ai->q_contig = true;
     for (int64_t q = 0; q < ai->NQ && ai->q_contig; q++) ai->q_contig = ai->qoff[q] == q;
-    for (int d = 0, ord = 0; d < self->ndim; d++) {
-        if (!di[d]) continue;
+    for (int d = 0, ord = 0; d < t->ndim; d++) {
+        if (!ai->di[d]) continue;
         int which = ord++; /* PyTorch numbers the dims among the index tensors */
-        TensorImpl *ex = c10_expand(di[d], ai->bsz, ai->nbd);
+        TensorImpl *ex = c10_expand(ai->di[d], ai->bsz, ai->nbd);
         TensorImpl *c = ex ? at_contiguous(ex) : NULL;
         c10_release(ex);
-        if (!c) goto done;
+        if (!c) return -1;
         const int64_t *ip = ldata(c);
-        int64_t size = self->sizes[d], st = self->strides[d];
+        int64_t size = t->sizes[d], st = t->strides[d];
         for (int64_t k = 0; k < ai->NB; k++) {
             int64_t v = ip[k];
             if (v < -size || v >= size) {
-                if (size == 0)
-                    c10_error("%s: index is out of bounds for dimension with size 0", op);
-                else
-                    c10_error("%s: index %lld is out of bounds for dimension %d with size %lld", op, (long long)v,
-                              which, (long long)size);
                 c10_release(c);
-                goto done;
+                if (size == 0) return c10_error_int("%s: index is out of bounds for dimension with size 0", op);
+                return c10_error_int("%s: index %lld is out of bounds for dimension %d with size %lld", op,
+                                     (long long)v, which, (long long)size);
             }
             ai->boff[k] += (v < 0 ? v + size : v) * st;
         }
         c10_release(c);
     }
-    r = 0;
-done:
-    for (int d = 0; d < CT_MAX_DIMS; d++) c10_release(di[d]);
-    if (r < 0) adv_free(ai);
-    return r;
+    return 0;
 }
 
 /* t[0] self, t[1..nt-1] indices (NULL = ':'); i: (none) */
@@ -946,7 +949,11 @@ int fwd_index(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0];
     AdvIndex ai;
-    if (adv_prepare("index", self, a->t + 1, a->nt - 1, &ai, false) < 0) return -1;
+    if (adv_prepare("index", self, a->t + 1, a->nt - 1, &ai) < 0) return -1;
+    if (adv_offsets("index", &ai, self) < 0) {
+        adv_free(&ai);
+        return -1;
+    }
     TensorImpl *o = c10_empty(ai.out_sizes, ai.out_ndim, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0) {
         adv_free(&ai);
@@ -1023,7 +1030,7 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
                              "destination and %s for the source.",
                              c10_dtype_cname(self->dtype), c10_dtype_cname(values->dtype));
     AdvIndex ai;
-    if (adv_prepare("index_put", self, a->t + 2, a->nt - 2, &ai, true) < 0) return -1; /* the shapes first, as torch */
+    if (adv_prepare("index_put", self, a->t + 2, a->nt - 2, &ai) < 0) return -1;
     int64_t bshape[CT_MAX_DIMS];
     if (c10_broadcast_shape(values->sizes, values->ndim, ai.out_sizes, ai.out_ndim, bshape) != ai.out_ndim ||
         memcmp(bshape, ai.out_sizes, sizeof(int64_t) * (size_t)ai.out_ndim)) {
@@ -1046,11 +1053,14 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
             o = NULL;
         }
     }
-    adv_free(&ai);
-    if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
-    /* the indices checked and turned into offsets against o: self (in place)
-     * or a contiguous clone */
-    if (adv_prepare("index_put", o, a->t + 2, a->nt - 2, &ai, false) < 0) {
+    if (!o || o->device == CT_META) {
+        adv_free(&ai);
+        return (out[0] = o) ? 1 : -1;
+    }
+    /* the indices' range checked after the shapes, as torch, and the offsets
+     * made against o: self (in place) or a contiguous clone */
+    if (adv_offsets("index_put", &ai, o) < 0) {
+        adv_free(&ai);
         c10_release(o);
         return -1;
     }
