@@ -583,30 +583,28 @@ static const TBlockFns tfns[2] = {TFNS(f32, float, float), TFNS(f64, double, dou
 #define EXP_SUM_double vm_exp_d_sum_n
 #define ROW_PLAIN(T)                                                                     \
     /* bf: log(sum) as ls_bf16 (a bfloat16 row's) */                                   \
-    static void row_##T(const T *x, T *y, int64_t n, bool logm, const T *next, bool bf) { \
+    /* next: the row to prefetch, pb bytes */                                      \
+    static void row_##T(const T *x, T *y, int64_t n, bool logm, const void *next, int64_t pb, bool bf) { \
         T mv[LANES];                                                                     \
         for (int j = 0; j < LANES; j++) mv[j] = -INFINITY;                               \
         int64_t i = 0;                                                                   \
-        for (; i + LANES <= n; i += LANES) {                                             \
-            if (next)                                                                    \
-                for (int q = 0; q < LANES; q += 64 / (int)sizeof(T)) __builtin_prefetch(next + i + q); \
+        for (; i + LANES <= n; i += LANES)                                               \
             for (int j = 0; j < LANES; j++) mv[j] = x[i + j] > mv[j] ? x[i + j] : mv[j]; \
-        }                                                                                \
         T m = -INFINITY;                                                                 \
         for (; i < n; i++) m = x[i] > m ? x[i] : m;                                      \
         for (int j = 0; j < LANES; j++) m = mv[j] > m ? mv[j] : m;                       \
         if (logm) {                                                                      \
-            T s = EXP_SUM_##T(NULL, x, m, n), ls = bf ? (T)ls_bf16((float)s) : LOG_##T(s); \
+            T s = EXP_SUM_##T(NULL, x, m, n, next, pb), ls = bf ? (T)ls_bf16((float)s) : LOG_##T(s); \
             /* (x - m) - ls, in torch's order: m + ls loses x's digits */                \
             for (i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                              \
         } else {                                                                         \
-            T inv = 1 / EXP_SUM_##T(y, x, m, n);                                         \
+            T inv = 1 / EXP_SUM_##T(y, x, m, n, next, pb);                                         \
             for (i = 0; i < n; i++) y[i] *= inv;                                         \
         }                                                                                \
     }                                                                                    \
     static void row_##T##_b(const T *x, T *y, T *b, int64_t n, bool logm, const T *next, int64_t es) { \
         (void)b;                                                                         \
-        row_##T(x, y, n, logm, es == 1 ? next : NULL, false);                            \
+        row_##T(x, y, n, logm, es == 1 ? next : NULL, n * (int64_t)sizeof(T), false);                            \
     }
 ROW_PLAIN(float)
 ROW_PLAIN(double)
@@ -615,9 +613,8 @@ ROW_PLAIN(double)
 #define ROW_HALF(tag, bf)                                                                \
     static void row_##tag(const uint16_t *x, uint16_t *y, float *b, int64_t n, bool logm, const uint16_t *next, \
                           int64_t es) {                                                  \
-        (void)next, (void)es;                                                            \
         c10_half_to_float_n(b, x, bf, n);                                                \
-        row_float(b, b, n, logm, NULL, bf);                                              \
+        row_float(b, b, n, logm, es == 1 ? next : NULL, 2 * n, bf);                                              \
         c10_float_to_half_n(y, b, bf, n);                                                \
     }
 ROW_HALF(f16, false)
