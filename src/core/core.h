@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __F16C__
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -169,6 +169,20 @@ static inline uint16_t c10_f2bf_bits(uint32_t u) {
     uint16_t r = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
     return (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x40u) : r;
 }
+#ifdef __AVX2__
+/* 8 bfloat16s to floats, and back as c10_f2bf_bits rounds (NaN lanes blended) */
+static inline __m256 c10_bf2f_x8(const uint16_t *p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16));
+}
+static inline void c10_f2bf_x8(uint16_t *p, __m256 v) {
+    __m256i u = _mm256_castps_si256(v), hi = _mm256_srli_epi32(u, 16);
+    __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), _mm256_and_si256(hi, _mm256_set1_epi32(1))));
+    r = _mm256_blendv_epi8(_mm256_srli_epi32(r, 16), _mm256_or_si256(hi, _mm256_set1_epi32(0x40)),
+                           _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08); /* r's 8 words in the low half */
+    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(w));
+}
+#endif
 /* n of them at a time (bf: bfloat16, else float16), vectorised. */
 CT_INTERNAL void c10_half_to_float_n(float *d, const uint16_t *s, bool bf, int64_t n);
 CT_INTERNAL void c10_float_to_half_n(uint16_t *d, const float *s, bool bf, int64_t n);

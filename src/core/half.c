@@ -60,6 +60,9 @@ CT_INTERNAL uint16_t c10_f2bf(float f) { return c10_f2bf_bits(f2u(f)); }
 void c10_half_to_float_n(float *d, const uint16_t *s, bool bf, int64_t n) {
     int64_t i = 0;
     if (bf) {
+#ifdef __AVX2__
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, c10_bf2f_x8(s + i));
+#endif
         uint32_t *restrict u = (uint32_t *)d;
         for (; i < n; i++) u[i] = (uint32_t)s[i] << 16;
         return;
@@ -76,6 +79,9 @@ void c10_half_to_float_n(float *d, const uint16_t *s, bool bf, int64_t n) {
 void c10_float_to_half_n(uint16_t *d, const float *s, bool bf, int64_t n) {
     int64_t i = 0;
     if (bf) {
+#ifdef __AVX2__
+        for (; i + 8 <= n; i += 8) c10_f2bf_x8(d + i, _mm256_loadu_ps(s + i));
+#endif
         const uint32_t *restrict u = (const uint32_t *)s;
         for (; i < n; i++) d[i] = c10_f2bf_bits(u[i]);
         return;

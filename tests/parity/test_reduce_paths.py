@@ -144,6 +144,41 @@ def test_softmax_dtypes(dtype, shape, dim):
         ct.assert_close(ct.check(getattr(lib, fn)(h, dim)), want, rtol=rtol, atol=atol, what=f"{fn}: ")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64],
+                         ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("shape,dim", [((2, 4, 8), 1), ((3, 1, 16), 1), ((5, 23), 0), ((7, 3, 2050), 1),
+                                       ((4101, 9), 0), ((2, 6, 4103), 1), ((3, 5, 2, 12), 1)])
+def test_softmax_columns(dtype, shape, dim):
+    """softmax / log_softmax off the last dim (columns: one running max and sum
+    per column, blocks of columns, a last vector of fewer lanes), with columns
+    of -inf (NaN, as torch), one +inf, one NaN, one far below 0, and large values."""
+    x = (rand(shape, torch.float64) * 6).to(dtype)
+    xc = x.movedim(dim, -1)  # a view: xc[p] is the column at p
+    others = xc.shape[:-1]
+    n = xc.numel() // shape[dim]
+    for c, v in [(0, float("-inf")), (n // 2, float("nan")), (n - 1, 60.0), (n // 3, -300.0)]:
+        p = []
+        for sz in reversed(others):
+            p.append(c % sz)
+            c //= sz
+        col = xc[tuple(reversed(p))]
+        if v == 60.0:
+            col[:1] = v
+        elif v == -300.0:  # shifted far down: exps of x - max, not of x
+            col -= 300
+        else:
+            col.fill_(v)
+    if x.numel() > 40:
+        x.view(-1)[37] = float("inf")
+    h = ct.from_torch(x)
+    rtol, atol = tol(dtype)
+    for fn, tf in (("ct_softmax", torch.softmax), ("ct_log_softmax", torch.log_softmax)):
+        want = tf(x.float(), dim).to(dtype) if dtype in (torch.float16, torch.bfloat16) else tf(x, dim)
+        got = ct.to_torch(ct.check(getattr(lib, fn)(h, dim)))
+        assert torch.equal(got.isnan(), want.isnan()), f"{fn}: NaN positions differ"
+        torch.testing.assert_close(got.nan_to_num(0.0), want.nan_to_num(0.0), rtol=rtol, atol=atol, msg=fn)
+
+
 ct.declare("ct_mean_dims", T, [CT, INTP, c_int, c_bool])
 
 

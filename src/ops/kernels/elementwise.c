@@ -227,6 +227,8 @@ static inline void widen_bf16(float *d, const h16 *s) { /* the top half of a flo
 #if defined(__AVX512F__) /* gcc's vectorised form of the loop below has two shuffles more */
     for (int j = 0; j < VB; j += 16)
         _mm512_storeu_si512(d + j, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(s + j))), 16));
+#elif defined(__AVX2__)
+    for (int j = 0; j < VB; j += 8) _mm256_storeu_ps(d + j, c10_bf2f_x8(s + j));
 #else
     for (int j = 0; j < VB; j++) d[j] = vm_bits_to_float((int32_t)((uint32_t)s[j] << 16));
 #endif
@@ -244,6 +246,8 @@ static inline void narrow_bf16(h16 *d, const float *s) {
         return;
     }
     c10_float_to_half_n(d, s, true, VB);
+#elif defined(__AVX2__)
+    for (int j = 0; j < VB; j += 8) c10_f2bf_x8(d + j, _mm256_loadu_ps(s + j));
 #else
     for (int j = 0; j < VB; j++) d[j] = c10_f2bf_bits((uint32_t)vm_float_to_bits(s[j]));
 #endif

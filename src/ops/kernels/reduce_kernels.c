@@ -465,7 +465,7 @@ rk_rows_fn rk_sum_rows(ct_dtype dt, int64_t stride, int *group, bool dbl) {
     } }
 #define LD_f(p) _mm256_loadu_ps(p)
 #define LD_f16(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
-#define LD_bf16(p) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(p))), 16))
+#define LD_bf16(p) c10_bf2f_x8(p)
 #else
 #define COLS_MINMAX_VEC(VT, PS, W, LD, LDM, OP, NANK, NANSET) {}
 #endif

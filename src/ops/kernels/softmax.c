@@ -661,6 +661,106 @@ ROW_HALF(bf16, true)
     }
 SOFTMAX_COLS(float)
 SOFTMAX_COLS(double)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+/* AVX2 columns (float32 and the 16-bit types, in float): blocks of up to CB8
+ * adjacent columns, 8 a vector, in two passes over the block's D rows where
+ * the three above read x twice and y twice more (65 ms for float32 [4096,
+ * 4096] over dim 0 at 2 threads). The first keeps per column the running max
+ * m and the sum s of exp(x - m), rescaled by exp(m_old - m_new) once per four
+ * rows; m starts at -FLT_MAX, not -inf, so that a column of -inf keeps s 0 and
+ * ends NaN as torch's (+inf and NaN reach s too). The second writes exp(x -
+ * m) / s, or (x - m) - log(s), rounded once to the stored type. (Prefetching
+ * rows 16 or 64 KB ahead changed nothing.) */
+#define CB8 2048 /* 128 to 1024 were 2.6x to 1.15x slower, float32 [4096, 4096] */
+static inline __m256 ld8_f32(const float *p) { return _mm256_loadu_ps(p); }
+static inline __m256 ld8_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+static inline __m256 ld8_bf16(const uint16_t *p) { return c10_bf2f_x8(p); }
+static inline void st8_f32(float *p, __m256 v) { _mm256_storeu_ps(p, v); }
+static inline void st8_f16(uint16_t *p, __m256 v) { _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+static inline void st8_bf16(uint16_t *p, __m256 v) { c10_f2bf_x8(p, v); }
+/* the first r < 8 elements, through a zeroed buffer */
+#define PART8(tag, S)                                                                    \
+    static inline __m256 ldr_##tag(const S *p, int r) {                                  \
+        S t[8] = {0};                                                                    \
+        memcpy(t, p, (size_t)r * sizeof(S));                                             \
+        return ld8_##tag(t);                                                             \
+    }                                                                                    \
+    static inline void str_##tag(S *p, int r, __m256 v) {                                \
+        S t[8];                                                                          \
+        st8_##tag(t, v);                                                                 \
+        memcpy(p, t, (size_t)r * sizeof(S));                                             \
+    }
+PART8(f32, float)
+PART8(f16, uint16_t)
+PART8(bf16, uint16_t)
+#define LD8(tag, p, r) ((r) ? ldr_##tag(p, r) : ld8_##tag(p))
+/* the second pass's value of v: (v - m) - a (a = log(s)) or exp(v - m) a (a = 1 / s) */
+static inline __m256 c8val(__m256 v, const float *m, const float *a, bool logm) {
+    __m256 t = _mm256_sub_ps(v, _mm256_load_ps(m)), av = _mm256_load_ps(a);
+    return logm ? _mm256_sub_ps(t, av) : _mm256_mul_ps(vm_expf8(t), av);
+}
+#define COLS8(tag, S)                                                                    \
+    /* n (1 or 4) rows of the vector at p, rs apart: r lanes if r, else 8 */             \
+    static inline __attribute__((always_inline)) void c8step_##tag(const S *p, int64_t rs, int n, int r, float *m, \
+                                                                   float *s) {           \
+        __m256 v0 = LD8(tag, p, r), v1 = v0, v2 = v0, v3 = v0, mx = v0;                  \
+        if (n == 4) {                                                                    \
+            v1 = LD8(tag, p + rs, r), v2 = LD8(tag, p + 2 * rs, r), v3 = LD8(tag, p + 3 * rs, r); \
+            mx = _mm256_max_ps(_mm256_max_ps(v3, v2), _mm256_max_ps(v1, v0));            \
+        }                                                                                \
+        __m256 mo = _mm256_load_ps(m), mn = _mm256_max_ps(mx, mo);                       \
+        __m256 a = _mm256_mul_ps(_mm256_load_ps(s), vm_expf8(_mm256_sub_ps(mo, mn)));    \
+        a = _mm256_add_ps(a, vm_expf8(_mm256_sub_ps(v0, mn)));                           \
+        if (n == 4) {                                                                    \
+            __m256 b = _mm256_add_ps(vm_expf8(_mm256_sub_ps(v1, mn)), vm_expf8(_mm256_sub_ps(v3, mn))); \
+            a = _mm256_add_ps(_mm256_add_ps(a, vm_expf8(_mm256_sub_ps(v2, mn))), b);      \
+        }                                                                                \
+        _mm256_store_ps(m, mn);                                                          \
+        _mm256_store_ps(s, a);                                                           \
+    }                                                                                    \
+    /* n rows of the first pass: nf whole vectors, then r lanes */                      \
+    static inline __attribute__((always_inline)) void c8steps_##tag(const S *x, int64_t rs, const int n, int64_t nf, \
+                                                                     int r, float *m, float *s) { \
+        for (int64_t v = 0; v < nf; v++) c8step_##tag(x + 8 * v, rs, n, 0, m + 8 * v, s + 8 * v); \
+        if (r) c8step_##tag(x + 8 * nf, rs, n, r, m + 8 * nf, s + 8 * nf);              \
+    }                                                                                    \
+    /* a row of the second pass: nf whole vectors, then r lanes */                      \
+    static inline __attribute__((always_inline)) void c8row_##tag(const S *x, S *y, int64_t nf, int r, const float *m, \
+                                                                  const float *a, const bool logm) { \
+        for (int64_t v = 0; v < nf; v++)                                                 \
+            st8_##tag(y + 8 * v, c8val(ld8_##tag(x + 8 * v), m + 8 * v, a + 8 * v, logm)); \
+        if (r) str_##tag(y + 8 * nf, r, c8val(ldr_##tag(x + 8 * nf, r), m + 8 * nf, a + 8 * nf, logm)); \
+    }                                                                                    \
+    /* columns [0, bl) of D rows, rs elements apart */                                   \
+    static void cols8_##tag(const S *x, S *y, int64_t D, int64_t rs, int64_t bl, bool logm) { \
+        _Alignas(32) float m[CB8], s[CB8];                                               \
+        int64_t nv = (bl + 7) / 8, k = 0;                                                \
+        int r = (int)(bl % 8);                                                           \
+        for (int64_t p = 0; p < nv * 8; p++) m[p] = -FLT_MAX, s[p] = 0;                  \
+        int64_t nf = bl / 8;                                                             \
+        for (; k + 4 <= D; k += 4) c8steps_##tag(x + k * rs, rs, 4, nf, r, m, s);        \
+        for (; k < D; k++) c8steps_##tag(x + k * rs, rs, 1, nf, r, m, s);                \
+        for (int64_t p = 0; p < nv * 8; p++) s[p] = logm ? logf(s[p]) : 1 / s[p];      \
+        for (k = 0; k < D; k++)                                                          \
+            if (logm) c8row_##tag(x + k * rs, y + k * rs, nf, r, m, s, true);            \
+            else c8row_##tag(x + k * rs, y + k * rs, nf, r, m, s, false);                \
+    }                                                                                    \
+    static void cols8_all_##tag(const S *x, S *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) { \
+        (void)nt;                                                                        \
+        int64_t nb = (inner + CB8 - 1) / CB8;                                            \
+        if (outer * nb < nt) nb = (nt + outer - 1) / outer;                              \
+        int64_t bl = ((inner + nb - 1) / nb + 7) / 8 * 8;                                \
+        nb = (inner + bl - 1) / bl;                                                      \
+        OMP_FOR_NT                                                                       \
+        for (int64_t u = 0; u < outer * nb; u++) {                                       \
+            int64_t o = u / nb, j0 = u % nb * bl, off = o * D * inner + j0;              \
+            cols8_##tag(x + off, y + off, D, inner, inner - j0 < bl ? inner - j0 : bl, logm); \
+        }                                                                                \
+    }
+COLS8(f32, float)
+COLS8(f16, uint16_t)
+COLS8(bf16, uint16_t)
+#endif
 #endif
 
 /* The rows, over nt threads. Each thread's part of buf (per bytes): eb bytes
@@ -779,6 +879,14 @@ bool softmax_cols(ct_dtype dt, const void *x, void *y, int64_t outer, int64_t D,
     else cols_all_bf16(x, y, outer, D, inner, bl, R, logm, nt);
     return true;
 #else
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+    if (inner >= 8 && dt != CT_FLOAT64) {
+        if (dt == CT_FLOAT32) cols8_all_f32(x, y, outer, D, inner, logm, nt);
+        else if (dt == CT_FLOAT16) cols8_all_f16(x, y, outer, D, inner, logm, nt);
+        else cols8_all_bf16(x, y, outer, D, inner, logm, nt);
+        return true;
+    }
+#endif
     if (dt == CT_FLOAT32 || dt == CT_FLOAT64) {
         if (dt == CT_FLOAT32) softmax_float(x, y, outer, D, inner, logm, nt);
         else softmax_double(x, y, outer, D, inner, logm, nt);
