@@ -57,15 +57,24 @@ def layouts(dtype):
     }
 
 
+def torch_sum(x, *d):
+    """torch's sum, of 16-bit floats accumulated in float32 as torch's contiguous
+    kernels do (torch 1.13's strided bfloat16 sums stray 10+ ulps: -264 for a
+    [130, 200] view whose sum is -251.6)"""
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return x.float().sum(*d).to(x.dtype)
+    return x.sum(*d)
+
+
 def check_sums(name, x, dtype):
     """sum() and sum(d) for every d of x (a view) against torch; the handle and tolerances"""
     h = ct.from_torch(x)
     rtol, atol = tol(dtype)
     atol *= x.numel() ** 0.5
-    ct.assert_close(ct.check(lib.ct_sum(h)), x.sum(), rtol=rtol, atol=atol, what=f"{name} sum(): ")
+    ct.assert_close(ct.check(lib.ct_sum(h)), torch_sum(x), rtol=rtol, atol=atol, what=f"{name} sum(): ")
     for d in range(x.dim()):
         da, nd = dims(d)
-        ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), x.sum(d), rtol=rtol, atol=atol,
+        ct.assert_close(ct.check(lib.ct_sum_dims(h, da, nd, False)), torch_sum(x, d), rtol=rtol, atol=atol,
                         what=f"{name} sum({d}): ")
     return h, rtol, atol
 
@@ -175,6 +184,34 @@ def test_softmax_columns(dtype, shape, dim):
     for fn, tf in (("ct_softmax", torch.softmax), ("ct_log_softmax", torch.log_softmax)):
         want = tf(x.float(), dim).to(dtype) if dtype in (torch.float16, torch.bfloat16) else tf(x, dim)
         got = ct.to_torch(ct.check(getattr(lib, fn)(h, dim)))
+        assert torch.equal(got.isnan(), want.isnan()), f"{fn}: NaN positions differ"
+        torch.testing.assert_close(got.nan_to_num(0.0), want.nan_to_num(0.0), rtol=rtol, atol=atol, msg=fn)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64],
+                         ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("base,perm", [((13, 4101), (1, 0)), ((100, 8), (1, 0)), ((9, 2050), (1, 0)),
+                                       ((3, 21, 37), (0, 2, 1)), ((21, 2, 37), (1, 2, 0))])
+def test_softmax_of_transposes(dtype, base, perm):
+    """softmax / log_softmax along the last dim of a permuted tensor whose last
+    dim steps far and another dim by 1 (a transpose's rows, adjacent in memory:
+    done as columns, their values transposed into the result's rows), with
+    rows of -inf, NaN, +inf, one far below 0, and partial tiles both ways."""
+    b = (rand(base, torch.float64) * 6).to(dtype)
+    x = b.permute(*perm)
+    rows = x.reshape(-1, x.shape[-1]) if x.is_contiguous() else None
+    assert rows is None and x.stride(-1) != 1
+    idx = [tuple(int(i) for i in torch.nonzero(torch.ones(x.shape[:-1]))[j]) for j in (0, -1)]
+    x[idx[0]] = float("-inf")
+    x[idx[1]][1] = float("inf")
+    x[(0,) * (x.dim() - 2) + (x.shape[-2] // 2,)] -= 300
+    if x.shape[-2] > 3:
+        x[(0,) * (x.dim() - 2) + (3,)][2] = float("nan")
+    h = ct.from_torch(x)
+    rtol, atol = tol(dtype)
+    for fn, tf in (("ct_softmax", torch.softmax), ("ct_log_softmax", torch.log_softmax)):
+        want = tf(x.float(), -1).to(dtype) if dtype in (torch.float16, torch.bfloat16) else tf(x, -1)
+        got = ct.to_torch(ct.check(getattr(lib, fn)(h, -1)))
         assert torch.equal(got.isnan(), want.isnan()), f"{fn}: NaN positions differ"
         torch.testing.assert_close(got.nan_to_num(0.0), want.nan_to_num(0.0), rtol=rtol, atol=atol, msg=fn)
 
