@@ -282,13 +282,15 @@ static TensorImpl *reshaped(const TensorImpl *t, const int64_t *shape, int nd) {
     return c10_as_strided(t, shape, st, nd, t->offset);
 }
 
-/* The product of the canonical views A, B (same dtype, same batch rank; batch
- * sizes equal or broadcast through zero strides), written into a new tensor of
- * shape out_shape (same numel as [bt..., M, N]). init (may be NULL) is
- * broadcast into the result first and scaled by beta. */
-static TensorImpl *product(const char *op, TensorImpl *A, TensorImpl *B, const int64_t *out_shape, int out_nd,
-                           TensorImpl *init, double alpha, double beta) {
-    ct_dtype d = A->dtype, cd = la_compute_dtype(d);
+/* The product of the canonical views A, B (same batch rank; batch sizes equal
+ * or broadcast through zero strides), written into a new tensor of dtype d and
+ * shape out_shape (same numel as [bt..., M, N]). A and B have dtype d unless
+ * the product is empty or K is 0 (torch's shortcut, see check_types): then
+ * they are never read. init (may be NULL) is broadcast into the result first
+ * and scaled by beta. */
+static TensorImpl *product(const char *op, ct_dtype d, TensorImpl *A, TensorImpl *B, const int64_t *out_shape,
+                           int out_nd, TensorImpl *init, double alpha, double beta) {
+    ct_dtype cd = la_compute_dtype(d);
     TensorImpl *out = c10_empty(out_shape, out_nd, d, A->device);
     if (!out) return NULL;
     if (init) {
@@ -300,7 +302,7 @@ static TensorImpl *product(const char *op, TensorImpl *A, TensorImpl *B, const i
         }
         c10_release(e);
     }
-    if (out->device == CT_META) return out;
+    if (out->device == CT_META || !out->numel) return out;
     int nd = A->ndim;
     int64_t cshape[CT_MAX_DIMS];
     for (int i = 0; i < nd - 2; i++) cshape[i] = A->sizes[i] > B->sizes[i] ? A->sizes[i] : B->sizes[i];
@@ -346,11 +348,18 @@ static TensorImpl *view_of(const TensorImpl *t, const int64_t *size, const int64
 static int not_implemented(const char *op, const char *kernel, ct_dtype d) {
     return c10_error_int("%s: \"%s\" not implemented for '%s'", op, kernel, c10_dtype_cname(d));
 }
-/* Dtypes a product runs on: all but bool (float16 too, unlike PyTorch 1.13 on CPU). */
-static int check_dtype(const char *op, const char *kernel, ct_dtype d) {
-    return d == CT_BOOL ? not_implemented(op, kernel, d) : 0;
-}
-static int same_dtype(const char *op, const TensorImpl *a, const TensorImpl *b) {
+/* The device and dtype checks of a product whose kernel dispatches on a's
+ * dtype. torch's mm / mv / bmm (and matmul through them) return zeros before
+ * any dtype check when there is nothing to compute (an empty result or an
+ * inner size of 0: an operand of no elements), in the dtype their result takes
+ * (mm: mat1's, mv: vec's, bmm: batch2's), so any dtypes pass then. Else a's
+ * dtype must have a kernel (all but bool; float16 too, unlike torch 1.13 on
+ * CPU, but not with a mismatch: torch's message) and b's must equal it. */
+static int check_types(const char *op, const char *kernel, const TensorImpl *a, const TensorImpl *b) {
+    if (!at_same_device(op, a, b)) return -1;
+    if (!a->numel || !b->numel) return 0;
+    if (a->dtype == CT_BOOL || (a->dtype == CT_FLOAT16 && b->dtype != a->dtype))
+        return not_implemented(op, kernel, a->dtype);
     if (a->dtype != b->dtype)
         return c10_error_int("%s: expected scalar type %s but found %s", op, c10_dtype_cname(a->dtype),
                              c10_dtype_cname(b->dtype));
@@ -366,15 +375,13 @@ static int check_mm(const char *op, const TensorImpl *a, const TensorImpl *b) {
         return c10_error_int("%s: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
                              (long long)a->sizes[0], (long long)a->sizes[1], (long long)b->sizes[0],
                              (long long)b->sizes[1]);
-    if (!at_same_device(op, a, b) || same_dtype(op, a, b) || check_dtype(op, "addmm_impl_cpu_", a->dtype))
-        return -1;
-    return 0;
+    return check_types(op, "addmm_impl_cpu_", a, b);
 }
 
 static TensorImpl *mm_impl(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *init, double alpha,
                            double beta) {
     int64_t shape[2] = {a->sizes[0], b->sizes[1]};
-    return product(op, a, b, shape, 2, init, alpha, beta);
+    return product(op, a->dtype, a, b, shape, 2, init, alpha, beta);
 }
 
 /* t[0] = self [n, m], t[1] = mat2 [m, p] */
@@ -392,8 +399,7 @@ static int check_bmm(const char *op, const TensorImpl *a, const TensorImpl *b) {
                              "got: [%lld, %lld].",
                              op, (long long)a->sizes[0], (long long)a->sizes[2], (long long)b->sizes[0],
                              (long long)b->sizes[1]);
-    if (!at_same_device(op, a, b) || same_dtype(op, a, b) || check_dtype(op, "bmm", a->dtype)) return -1;
-    return 0;
+    return check_types(op, "bmm", a, b);
 }
 
 /* t[0] = batch1 [b, n, m], t[1] = batch2 [b, m, p] */
@@ -402,7 +408,14 @@ int fwd_bmm(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *x = a->t[0], *y = a->t[1];
     if (check_bmm("bmm", x, y)) return -1;
     int64_t shape[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
-    return (out[0] = product("bmm", x, y, shape, 3, NULL, 1, 0)) ? 1 : -1;
+    return (out[0] = product("bmm", y->dtype, x, y, shape, 3, NULL, 1, 0)) ? 1 : -1;
+}
+
+/* addmm's first checks (before its shapes; mm has none): self, mat1 and mat2 of one dtype */
+static int addmm_dtypes(const char *op, const TensorImpl *s, const TensorImpl *x, const TensorImpl *y) {
+    if (s->dtype != y->dtype) return c10_error_int("%s: self and mat2 must have the same dtype", op);
+    if (x->dtype != y->dtype) return c10_error_int("%s: mat1 and mat2 must have the same dtype", op);
+    return 0;
 }
 
 /* t[0] = self (broadcast to [n, p]), t[1] = mat1 [n, m], t[2] = mat2 [m, p];
@@ -410,7 +423,7 @@ int fwd_bmm(int op, const OpArgs *a, TensorImpl **out) {
 int fwd_addmm(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *s = a->t[0], *x = a->t[1], *y = a->t[2];
-    if (s->dtype != y->dtype) return c10_error_int("addmm: self and mat2 must have the same dtype");
+    if (addmm_dtypes("addmm", s, x, y)) return -1;
     if (x->ndim != 2) return c10_error_int("addmm: mat1 must be a matrix, got %d-D tensor", x->ndim);
     if (y->ndim != 2) return c10_error_int("addmm: mat2 must be a matrix, got %d-D tensor", y->ndim);
     if (check_mm("addmm", x, y)) return -1;
@@ -430,7 +443,7 @@ int fwd_baddbmm(int op, const OpArgs *a, TensorImpl **out) {
     }
     if (check_bmm("baddbmm", x, y)) return -1;
     int64_t shape[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
-    return (out[0] = product("baddbmm", x, y, shape, 3, s, a->s[1], a->s[0])) ? 1 : -1;
+    return (out[0] = product("baddbmm", y->dtype, x, y, shape, 3, s, a->s[1], a->s[0])) ? 1 : -1;
 }
 
 /* ----------------------------------------------------------- mv, dot, outer */
@@ -441,9 +454,7 @@ static int check_mv(const char *op, const TensorImpl *m, const TensorImpl *v) {
     if (m->sizes[1] != v->sizes[0])
         return c10_error_int("%s: size mismatch, got %lld, %lldx%lld,%lld", op, (long long)m->sizes[0],
                              (long long)m->sizes[0], (long long)m->sizes[1], (long long)v->sizes[0]);
-    if (!at_same_device(op, m, v) || same_dtype(op, m, v) || check_dtype(op, "addmv_impl_cpu", m->dtype))
-        return -1;
-    return 0;
+    return check_types(op, "addmv_impl_cpu", m, v);
 }
 
 /* A 1-d vector as a [K, 1] column or a [1, K] row view. */
@@ -459,7 +470,7 @@ static TensorImpl *as_row(const TensorImpl *v) {
 static TensorImpl *mv_impl(const char *op, TensorImpl *m, TensorImpl *v) {
     TensorImpl *col = as_col(v);
     if (!col) return NULL;
-    TensorImpl *r = product(op, m, col, m->sizes, 1, NULL, 1, 0);
+    TensorImpl *r = product(op, v->dtype, m, col, m->sizes, 1, NULL, 1, 0);
     c10_release(col);
     return r;
 }
@@ -489,7 +500,7 @@ static int check_dot(const char *op, const TensorImpl *x, const TensorImpl *y) {
 
 static TensorImpl *dot_impl(const char *op, TensorImpl *x, TensorImpl *y) {
     TensorImpl *row = as_row(x), *col = row ? as_col(y) : NULL;
-    TensorImpl *r = col ? product(op, row, col, NULL, 0, NULL, 1, 0) : NULL;
+    TensorImpl *r = col ? product(op, x->dtype, row, col, NULL, 0, NULL, 1, 0) : NULL;
     c10_release(row);
     c10_release(col);
     return r;
@@ -520,7 +531,7 @@ int fwd_outer(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *yc = !xc ? NULL : y->dtype == d ? c10_retain(y) : at_to_dtype(y, d);
     TensorImpl *col = yc ? as_col(xc) : NULL, *row = col ? as_row(yc) : NULL;
     int64_t shape[2] = {x->sizes[0], y->sizes[0]};
-    TensorImpl *r = row ? product("outer", col, row, shape, 2, NULL, 1, 0) : NULL;
+    TensorImpl *r = row ? product("outer", d, col, row, shape, 2, NULL, 1, 0) : NULL;
     c10_release(xc);
     c10_release(yc);
     c10_release(col);
@@ -558,7 +569,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
     if (da == 1 && db == 1) {
         if (check_dot(op, a, b)) return NULL;
         TensorImpl *row = as_row(a), *col = row ? as_col(b) : NULL;
-        TensorImpl *r = col ? product(op, row, col, NULL, 0, init, alpha, beta) : NULL;
+        TensorImpl *r = col ? product(op, a->dtype, row, col, NULL, 0, init, alpha, beta) : NULL;
         c10_release(row);
         c10_release(col);
         return r;
@@ -566,7 +577,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
     if (da == 2 && db == 1) {
         if (check_mv(op, a, b)) return NULL;
         TensorImpl *col = as_col(b);
-        TensorImpl *r = col ? product(op, a, col, a->sizes, 1, init, alpha, beta) : NULL;
+        TensorImpl *r = col ? product(op, b->dtype, a, col, a->sizes, 1, init, alpha, beta) : NULL;
         c10_release(col);
         return r;
     }
@@ -574,10 +585,9 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
         if (a->sizes[0] != b->sizes[0])
             return c10_error("%s: mat1 and mat2 shapes cannot be multiplied (1x%lld and %lldx%lld)", op,
                              (long long)a->sizes[0], (long long)b->sizes[0], (long long)b->sizes[1]);
-        if (!at_same_device(op, a, b) || same_dtype(op, a, b) || check_dtype(op, "addmm_impl_cpu_", a->dtype))
-            return NULL;
+        if (check_types(op, "addmm_impl_cpu_", a, b)) return NULL;
         TensorImpl *row = as_row(a);
-        TensorImpl *r = row ? product(op, row, b, b->sizes + 1, 1, init, alpha, beta) : NULL;
+        TensorImpl *r = row ? product(op, a->dtype, row, b, b->sizes + 1, 1, init, alpha, beta) : NULL;
         c10_release(row);
         return r;
     }
@@ -596,14 +606,12 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
         if (db == 2 && K != b->sizes[0])
             return c10_error("%s: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
                              (long long)rows, (long long)K, (long long)b->sizes[0], (long long)b->sizes[1]);
-        if (!at_same_device(op, a, b) || same_dtype(op, a, b) ||
-            check_dtype(op, db == 1 ? "addmv_impl_cpu" : "addmm_impl_cpu_", a->dtype))
-            return NULL;
+        if (check_types(op, db == 1 ? "addmv_impl_cpu" : "addmm_impl_cpu_", a, b)) return NULL;
         int nd = 0;
         for (int d = 0; d < da - 1; d++) shape[nd++] = a->sizes[d];
         if (db == 2) shape[nd++] = b->sizes[1];
         TensorImpl *fa = fold(a), *fb = fa ? (db == 1 ? as_col(b) : c10_retain(b)) : NULL;
-        TensorImpl *r = fb ? product(op, fa, fb, shape, nd, init, alpha, beta) : NULL;
+        TensorImpl *r = fb ? product(op, db == 1 ? b->dtype : a->dtype, fa, fb, shape, nd, init, alpha, beta) : NULL;
         c10_release(fa);
         c10_release(fb);
         return r;
@@ -620,9 +628,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
             return c10_error("%s: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
                              (long long)rows, (long long)Kb, (long long)Ka, (long long)a->sizes[0]);
         }
-        if (!at_same_device(op, b, a) || same_dtype(op, b, a) ||
-            check_dtype(op, da == 1 ? "addmv_impl_cpu" : "addmm_impl_cpu_", a->dtype))
-            return NULL;
+        if (check_types(op, da == 1 ? "addmv_impl_cpu" : "addmm_impl_cpu_", b, a)) return NULL;
     }
     /* general batched case: broadcast the batch dims */
     int64_t ba[CT_MAX_DIMS], bb[CT_MAX_DIMS], bs[CT_MAX_DIMS];
@@ -643,7 +649,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
             return c10_error("%s: Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but "
                              "got: [%lld, %lld].",
                              op, (long long)nbatch, (long long)K, (long long)nbatch, (long long)Kb);
-        if (!at_same_device(op, a, b) || same_dtype(op, a, b) || check_dtype(op, "bmm", a->dtype)) return NULL;
+        if (check_types(op, "bmm", a, b)) return NULL;
     }
     /* canonical views [bs..., M, K] and [bs..., K, N], zero strides where broadcast */
     int64_t sa[CT_MAX_DIMS], ta[CT_MAX_DIMS], sb[CT_MAX_DIMS], tb[CT_MAX_DIMS];
@@ -663,7 +669,8 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
     if (da >= 2) shape[on++] = M;
     if (db >= 2) shape[on++] = N;
     TensorImpl *A = view_of(a, sa, ta, nd), *B = A ? view_of(b, sb, tb, nd) : NULL;
-    TensorImpl *r = B ? product(op, A, B, shape, on, init, alpha, beta) : NULL;
+    /* torch: (b^T folded) @ a^T or mv(b^T folded, a) when a has 1 or 2 dims, else bmm */
+    TensorImpl *r = B ? product(op, da == 1 ? a->dtype : b->dtype, A, B, shape, on, init, alpha, beta) : NULL;
     c10_release(A);
     c10_release(B);
     return r;
@@ -683,6 +690,8 @@ int fwd_linear(int op, const OpArgs *a, TensorImpl **out) {
     if (w->ndim > 2) return c10_error_int("linear: t() expects a tensor with <= 2 dimensions, but self is %dD", w->ndim);
     if (bias && bias->dtype != w->dtype) /* PyTorch's addmm path; its other paths refuse too */
         return c10_error_int("linear: self and mat2 must have the same dtype");
+    if (bias && (x->ndim == 2 || (x->ndim == 3 && x->is_contiguous)) && addmm_dtypes("linear", bias, x, w))
+        return -1; /* torch's addmm paths (3-d contiguous inputs folded) */
     if (bias && x->ndim >= 2 && w->ndim < 2) /* PyTorch's fused path: addmm(bias, input, weight.t()) */
         return c10_error_int("linear: mat2 must be a matrix, got %d-D tensor", w->ndim);
     TensorImpl *wt = w->ndim == 2 ? c10_transpose(w, 0, 1) : c10_retain(w);

@@ -324,6 +324,60 @@ def test_errors():
         err("ct_baddbmm", baddbmm, ts, (1.0, 1.0))
 
 
+EMPTY_PRODUCTS = [("ct_mm", torch.mm, (2, 0), (0, 3)), ("ct_mm", torch.mm, (0, 2), (2, 3)),
+                  ("ct_mm", torch.mm, (2, 2), (2, 0)), ("ct_bmm", torch.bmm, (2, 2, 0), (2, 0, 3)),
+                  ("ct_bmm", torch.bmm, (0, 2, 2), (0, 2, 3)), ("ct_mv", torch.mv, (2, 0), (0,)),
+                  ("ct_mv", torch.mv, (0, 2), (2,)), ("ct_dot", torch.dot, (0,), (0,))] + [
+    ("ct_matmul", torch.matmul, sa, sb) for sa, sb in
+    [((0,), (0,)), ((2, 0), (0,)), ((0,), (0, 3)), ((2, 0), (0, 3)), ((2, 2, 0), (0, 3)), ((2, 0), (2, 0, 3)),
+     ((2, 2, 0), (2, 0, 3)), ((0,), (2, 0, 3)), ((2, 2, 0), (0,)), ((2, 2, 2, 0), (2, 0, 3)), ((2, 0, 2), (2, 3)),
+     ((0, 2), (2, 2, 3)), ((2,), (2, 2, 0)), ((0, 2, 2), (2,))]]
+PRODUCT_DTYPES = [torch.bool, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16, F, D]
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_products_of_nothing_and_mixed_dtypes(k):
+    """torch 1.13's mm / mv / bmm (and matmul through them) return zeros before any
+    dtype check when there is nothing to compute (an inner size of 0 or an empty
+    result), in the dtype of the operand their result is made like (mm: mat1, mv:
+    vec, bmm: batch2; matmul by the product it runs); dot checks its dtypes first.
+    Otherwise a bool (or float16) mat1 is "not implemented" before a dtype mismatch.
+    (ctorch computes float16 products, which torch 1.13 refuses on CPU.)"""
+    for name, fn, sa, sb in EMPTY_PRODUCTS:
+        if k:
+            sa, sb = tuple(k if n == 0 else n for n in sa), tuple(k if n == 0 else n for n in sb)
+        dts = PRODUCT_DTYPES if k == 0 else [torch.bool, torch.int32, torch.float16, F]  # errors are slow in torch
+        for da in dts:
+            for db in dts:
+                a, b = torch.ones(sa, dtype=da), torch.ones(sb, dtype=db)
+                what = f"{name} {sa} {da} @ {sb} {db}: "
+                want = ct.torch_error(lambda: fn(a, b))
+                if want is not None and "for 'Half'" in want and da == db:
+                    continue
+                ct.clear_error()
+                got = getattr(lib, name)(ct.from_torch(a), ct.from_torch(b))
+                if want is not None:
+                    ct.assert_error(got, want, what=what)
+                else:
+                    ct.assert_close(ct.check(got), fn(a, b), what=what)
+
+
+def test_addmm_linear_mat1_mat2_dtypes():
+    """addmm (and linear's addmm paths: 2-d input, or 3-d contiguous) check
+    self and mat2, then mat1 and mat2, for one dtype before anything else, K = 0 too."""
+    lin = torch.nn.functional.linear
+    for k in (0, 3):
+        addmm = lambda s, a, b, be, al: torch.addmm(s, a, b, beta=be, alpha=al)  # noqa: E731
+        err("ct_addmm", addmm, [z(2, 5), z(2, k, dtype=D), z(k, 5)], (1.0, 1.0))
+        err("ct_addmm", addmm, [z(2, 5), z(2, k), z(k, 5, dtype=D)], (1.0, 1.0))
+        for x in (z(2, k, dtype=torch.int32), z(4, 2, k, dtype=torch.int32)):
+            err("ct_linear", lin, [x, z(5, k), z(5)])
+        for x in (z(2, k, dtype=torch.int32), z(4, 2, k, dtype=torch.int32)):  # matmul: zeros at k = 0
+            if k == 0:
+                ct.assert_close(ct.check(lib.ct_linear(ct.from_torch(x), ct.from_torch(z(5, k)), None)),
+                                lin(x, z(5, k)))
+
+
 def test_null_keeps_error():
     ct.clear_error()
     assert lib.ct_mm(None, ct.from_torch(z(2, 2))) is None
