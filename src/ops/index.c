@@ -346,38 +346,80 @@ static int index_add_into(TensorImpl *dst, int dim, const TensorImpl *idx, const
     return 0;
 }
 
+/* torch adds source.select(dim, i) into self.select(dim, index[i]) with an
+ * in-place add, so the source slice broadcasts to self's. A view of source
+ * shaped as self with n along dim (zero strides where broadcast), or NULL. */
+static TensorImpl *ia_source(const TensorImpl *self, int dim, const TensorImpl *src, int64_t n) {
+    int64_t ss[CT_MAX_DIMS], rs[CT_MAX_DIMS], bs[CT_MAX_DIMS], sz[CT_MAX_DIMS], st[CT_MAX_DIMS];
+    int ns = 0, nr = 0;
+    for (int d = 0; d < self->ndim; d++)
+        if (d != dim) ss[ns++] = self->sizes[d];
+    for (int d = 0; d < src->ndim; d++)
+        if (d != dim) rs[nr++] = src->sizes[d];
+    int nb = c10_broadcast_shape(ss, ns, rs, nr, bs);
+    if (nb < 0) return prefix_error("index_add_()"), NULL;
+    if (nb != ns || memcmp(bs, ss, sizeof(int64_t) * (size_t)ns))
+        return c10_error("index_add_(): output with shape %s doesn't match the broadcast shape %s",
+                         c10_shape_str(ss, ns), c10_shape_str(bs, nb));
+    for (int d = 0, j = 0; d < self->ndim; d++) {
+        int k = d == dim ? dim : j++ - (ns - nr); /* source's slice dim k aligned with self's */
+        int sd = d == dim ? dim : k < 0 ? -1 : k < dim ? k : k + 1;
+        sz[d] = d == dim ? n : self->sizes[d];
+        st[d] = sd >= 0 && src->sizes[sd] == sz[d] ? src->strides[sd] : 0;
+    }
+    return c10_as_strided(src, sz, st, self->ndim, src->offset);
+}
+
 /* t[0] self, t[1] index (1-dim int32/int64), t[2] source; i: dim; s[0]: alpha.
- * out = self.clone().index_add_(dim, index, source, alpha=alpha) */
+ * out = self.clone().index_add_(dim, index, source, alpha=alpha), with
+ * torch's checks in its order: an empty index returns self before the slices
+ * (and indices) are looked at when self has 2 or more dims. */
 int fwd_index_add(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0], *index = a->t[1], *source = a->t[2];
     if (!same_device("index_add", self, index) || !same_device("index_add", self, source)) return -1;
     int dim = c10_wrap_dim(a->i[0], self->ndim);
     if (dim < 0) return prefix_error("index_add");
-    if (index->ndim > 1) return c10_error_int("index_add_(): Index is supposed to be a vector");
+    int64_t n = index->numel;
+    if (index->ndim > 1)
+        return c10_error_int("index_add_(): Index is supposed to be a vector, but got dim: %d with type: %s and size: %s",
+                             index->ndim, c10_dtype_cname(index->dtype), c10_shape_str(index->sizes, index->ndim));
     if (index->dtype != CT_INT64 && index->dtype != CT_INT32)
         return c10_error_int("index_add_(): Expected dtype int32/int64 for index but got: %s",
                              c10_dtype_cname(index->dtype));
     if (source->dtype != self->dtype)
         return c10_error_int("index_add_(): self (%s) and source (%s) must have the same scalar type",
                              c10_dtype_cname(self->dtype), c10_dtype_cname(source->dtype));
+    if (dim != 0 && dim >= source->ndim)
+        return c10_error_int("index_add_(): Indexing dim %d is out of bounds of the source tensor with dim %d", dim,
+                             source->ndim);
+    if (n != (source->ndim ? source->sizes[dim] : 1)) /* torch's message asks source.size(0) of a 0-dim source */
+        return source->ndim ? c10_error_int("index_add_(): Number of indices (%lld) should be equal to "
+                                            "source.size(dim): (%lld), for dim: %d",
+                                            (long long)n, (long long)source->sizes[dim], dim)
+                            : c10_error_int("index_add_(): Dimension specified as 0 but tensor has no dimensions");
     if (c10_check_value_fits(a->s[0], self->dtype) < 0) return -1; /* alpha */
-    int64_t n = index->numel;
-    bool ok = source->ndim == self->ndim || (self->ndim <= 1 && source->ndim <= 1);
-    for (int d = 0; ok && d < self->ndim && source->ndim; d++)
-        ok = source->sizes[d] == (d == dim ? n : self->sizes[d]);
-    if (!ok || (source->ndim == 0 && n != 1))
-        return c10_error_int("index_add_(): source %s does not match self %s with %lld indices along dimension %d",
-                             c10_shape_str(source->sizes, source->ndim), c10_shape_str(self->sizes, self->ndim),
-                             (long long)n, dim);
-    TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
-    if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
+    if (self->ndim <= 1 && source->ndim > 1)
+        return c10_error_int("index_add_(): source.dim() (%d) must one or zero for given self.dim() (%d)",
+                             source->ndim, self->ndim);
+    if (self->ndim > 1 && n && !self->sizes[dim]) /* torch's self.select(dim, 0) */
+        return c10_error_int("index_add_(): select(): index 0 out of range for tensor of size %s at dimension %d",
+                             c10_shape_str(self->sizes, self->ndim), dim);
+    if (self->ndim > 1 && n && !source->ndim)
+        return c10_error_int("index_add_(): select() cannot be applied to a 0-dim tensor.");
+    TensorImpl *src = self->ndim > 1 && n ? ia_source(self, dim, source, n) : c10_retain(source);
+    TensorImpl *o = src ? c10_empty(self->sizes, self->ndim, self->dtype, self->device) : NULL;
     TensorImpl *idx = NULL;
-    int r = copy_into(o, self);
-    if (r == 0) r = (idx = as_long(index)) ? 0 : -1;
-    if (r == 0) r = check_range("index_add", ldata(idx), n, self->ndim ? self->sizes[dim] : 1, false, -1);
-    if (r == 0) r = index_add_into(o, dim, idx, source, a->s[0]);
+    int r = o ? 0 : -1;
+    bool run = r == 0 && o->device != CT_META;
+    if (run) r = copy_into(o, self);
+    if (run && n) {
+        if (r == 0) r = (idx = as_long(index)) ? 0 : -1;
+        if (r == 0) r = check_range("index_add", ldata(idx), n, self->ndim ? self->sizes[dim] : 1, false, -1);
+        if (r == 0) r = index_add_into(o, dim, idx, src, a->s[0]);
+    }
     c10_release(idx);
+    c10_release(src);
     return put_out(r, o, out);
 }
 

@@ -249,6 +249,32 @@ def test_index_select_errors_grad_meta():
     assert_meta_shape(lib.ct_index_select(meta((3, 4), torch.float32), 1, meta((7,), torch.int64)), (3, 7))
 
 
+def test_index_add_shape_rules():
+    """torch's index_add: index a vector of int32/int64, one dtype, dim inside the
+    source (or 0), as many indices as source.size(dim) (a 0-dim source counts 1);
+    self of 0 or 1 dims takes sources of 0 or 1 dims, even with no indices. With 2
+    or more dims an empty index returns self before anything else is looked at
+    (any slice shape passes); otherwise the source slice broadcasts to self's (an
+    in-place add), then the indices are range-checked."""
+    srcs = [(0, 4), (0, 5), (2, 5), (5,), (), (0,), (1, 0), (0, 4, 2), (2, 3, 4), (2, 1), (2, 4, 1), (2, 1, 4),
+            (1,), (1, 4), (2,), (7, 0, 9), (0, 1), (2, 3, 1), (1, 3, 4)]
+    for ss in [(3, 4), (3,), (), (2, 3, 4), (0, 3)]:
+        x = torch.arange(float(math.prod(ss))).reshape(ss)
+        for idx in [[], [0, 2], [5], [[0]]]:
+            i = torch.tensor(idx, dtype=torch.long)
+            for sh in srcs:
+                for dim in (0, 1, -1):
+                    src = torch.ones(sh)
+                    what = f"{ss}.index_add({dim}, {idx}, {sh}): "
+                    err = ct.torch_error(lambda: x.index_add(dim, i, src, alpha=2))
+                    ct.clear_error()
+                    got = lib.ct_index_add(h(x), dim, h(i), h(src), 2.0)
+                    if err is not None:
+                        ct.assert_error(got, err, what=what)
+                    else:
+                        close(got, x.index_add(dim, i, src, alpha=2))
+
+
 # ------------------------------------------------------------------ gather / scatter
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize("layout", LAYOUTS)
