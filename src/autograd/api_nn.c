@@ -85,10 +85,28 @@ ct_tensor *ct_layer_norm(const ct_tensor *input, const int64_t *normalized_shape
     return c10_wrap(ag_call1(OP_layer_norm, &a));
 }
 
+/* torch's batch_norm of an empty input [N, C, ...] (after the batch check):
+ * input.clone() * weight[0] + bias[0], before any check of the parameters'
+ * or running statistics' sizes (left as they are), with that history. */
+static TensorImpl *bn_empty(TensorImpl *x, TensorImpl *w, TensorImpl *b) {
+    OpArgs a = {.t = {x}, .nt = 1};
+    TensorImpl *y = ag_call1(OP_clone, &a), *p[2] = {w, b};
+    for (int k = 0; k < 2 && y; k++) {
+        if (!p[k]) continue;
+        OpArgs s = {.t = {p[k]}, .nt = 1, .i = {0, 0}, .ni = 2};
+        TensorImpl *e = ag_call1(OP_select, &s), *r = ag_binary(k ? OP_add : OP_mul, y, e);
+        c10_release(e), c10_release(y);
+        y = r;
+    }
+    return y;
+}
+
 ct_tensor *ct_batch_norm(const ct_tensor *input, ct_tensor *running_mean, ct_tensor *running_var,
                          const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps) {
     TensorImpl *x = c10_unwrap(input), *w, *b, *rm, *rv;
     if (!x || !opt(weight, &w) || !opt(bias, &b) || !opt(running_mean, &rm) || !opt(running_var, &rv)) return NULL;
+    if (!x->numel && x->ndim >= 2) /* F.batch_norm's batch check first */
+        return training && nn_batch_norm_check(x, NULL, NULL, NULL, NULL, true) ? NULL : c10_wrap(bn_empty(x, w, b));
     /* checked here too, so that messages name batch_norm rather than its eval row */
     if (nn_batch_norm_check(x, w, b, rm, rv, training) < 0) return NULL;
     OpArgs a = {.t = {x, w, b, rm, rv}, .nt = 5, .i = {training}, .ni = 1, .s = {momentum, eps}};

@@ -522,6 +522,45 @@ def test_batch_norm_float32_running_stats():
     ct.assert_close(hrv, rv, rtol=1e-6, atol=1e-6)
 
 
+def test_batch_norm_empty_input():
+    """torch's batch_norm of an empty input (N = 0 or a spatial size 0): after
+    F.batch_norm's batch check (training: N x spatial = 1 fails), input.clone() *
+    weight[0] + bias[0], with that history (CloneBackward0, MulBackward0,
+    AddBackward0) and promotion, before any check of the running statistics or
+    the parameters' sizes (weight of 5 for 3 channels passes; one of 0 fails as
+    weight[0]); the running statistics are left as they are, in eval mode too."""
+    for shape in [(0, 3), (0, 3, 4), (2, 3, 0), (1, 0), (1, 0, 1), (0, 0)]:
+        for rs in [3, 5, 0, None]:
+            for w in [3, 5, 0, None]:
+                for training in (True, False):
+                    x = torch.arange(float(math.prod(shape)), dtype=F64).reshape(shape)
+                    trm = None if rs is None else torch.arange(float(rs), dtype=F64)
+                    trv = None if rs is None else torch.ones(rs, dtype=F64)
+                    tw = None if w is None else torch.full((w,), 2.0, dtype=F64)
+                    tb = None if w is None else torch.full((w,), 3.0, dtype=F32)
+                    what = f"bn {shape} stats {rs} weight {w} training {training}: "
+                    hrm, hrv = ctt(trm), ctt(trv)
+                    err = ct.torch_error(lambda: Fn.batch_norm(x, trm, trv, tw, tb, training, 0.1, 1e-5))
+                    ct.clear_error()
+                    got = lib.ct_batch_norm(ct.from_torch(x), hrm, hrv, ctt(tw), ctt(tb), training, 0.1, 1e-5)
+                    if err is not None:
+                        ct.assert_error(got, err, what=what)
+                        continue
+                    ct.assert_close(ct.check(got), Fn.batch_norm(x, trm, trv, tw, tb, training, 0.1, 1e-5), what=what)
+                    if rs is not None:
+                        ct.assert_close(hrm, trm, what=what + "running_mean: ")
+                        ct.assert_close(hrv, trv, what=what + "running_var: ")
+    x, w, b = randn(0, 3), randn(3), randn(3)
+    check_fn(lambda hx, hw, hb: lib.ct_batch_norm(hx, None, None, hw, hb, True, 0.1, 1e-5),
+             lambda tx, tw, tb: Fn.batch_norm(tx, None, None, tw, tb, True, 0.1, 1e-5), [x, w, b], [0, 1, 2],
+             "bn empty grads")
+    for hw, hb, name in [(None, None, b"CloneBackward0"), (w, None, b"MulBackward0"), (w, b, b"AddBackward0")]:
+        hx = ct.from_torch(x)
+        lib.ct_set_requires_grad(hx, True)
+        ho = ct.check(lib.ct_batch_norm(hx, None, None, ctt(hw), ctt(hb), True, 0.1, 1e-5))
+        assert lib.ct_grad_fn_name(ho) == name
+
+
 def test_norm_errors():
     x = ct.from_torch(torch.randn(3, 4))
     cases = [
