@@ -202,6 +202,7 @@ int d_roll(BackwardCtx *c, TensorImpl **gi) {
 int d_repeat(BackwardCtx *c, TensorImpl **gi) {
     const InputMeta *m = &c->node->in_meta[0];
     int nr = c->args->ni, lead = nr - m->ndim;
+    if (!G->numel) return ret(&gi[0], zeros_of(m, G)); /* a repeat of 0, or of an empty dim (any repeat) */
     if (2 * nr > CT_MAX_DIMS) return c10_error_int("repeat: backward supports at most %d dimensions", CT_MAX_DIMS / 2);
     OpArgs r = {.t = {G}, .nt = 1, .ni = 2 * nr};
     int64_t keep[CT_MAX_DIMS];

@@ -1389,16 +1389,11 @@ int fwd_repeat(int op, const OpArgs *a, TensorImpl **out) {
                              "dimensions of tensor");
     if (nr > CT_MAX_DIMS) return c10_error_int("repeat: at most %d dimensions", CT_MAX_DIMS);
     int64_t sizes[CT_MAX_DIMS];
-    for (int d = 0; d < nr; d++) {
-        int64_t s = d < lead ? 1 : self->sizes[d - lead];
-        if (a->i[d] < 0) {
-            int64_t bad[CT_MAX_DIMS];
-            for (int e = 0; e < nr; e++) bad[e] = (e < lead ? 1 : self->sizes[e - lead]) * a->i[e];
+    for (int d = 0; d < nr; d++) sizes[d] = (d < lead ? 1 : self->sizes[d - lead]) * a->i[d];
+    for (int d = 0; d < nr; d++) /* torch checks the sizes, not the repeats: a dim of 0 takes any */
+        if (sizes[d] < 0)
             return c10_error_int("repeat: Trying to create tensor with negative dimension %lld: %s",
-                                 (long long)bad[d], c10_shape_str(bad, nr));
-        }
-        sizes[d] = s * a->i[d];
-    }
+                                 (long long)sizes[d], c10_shape_str(sizes, nr));
     TensorImpl *o = c10_empty(sizes, nr, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
     if (2 * nr > CT_MAX_DIMS) { /* one row of repeats at a time */

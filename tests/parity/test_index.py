@@ -724,6 +724,30 @@ def test_reshuffle_errors():
     expect_error(lib.ct_pad(h(x), ct.i64((1,) * 6), 6, 0.0), lambda: F.pad(x, (1,) * 6))
 
 
+def test_repeat_negative_on_empty_dims():
+    """torch checks repeat's (and tile's) result sizes, not the repeats: a
+    negative repeat of a dim of size 0 gives 0 ("Trying to create tensor with
+    negative dimension -3: [0, -3]" names the first negative size otherwise).
+    The gradient of an empty result is zeros (torch's fails to reshape, but
+    for a repeat of 0)."""
+    for shape in [(0,), (2, 0), (0, 3), (3,), (), (2, 3)]:
+        for reps in [(-1,), (1, -1), (-1, 1), (0, -1), (-2, 0), (2, -1, 1), (1, 1, -1), (0,), (2, 2, 2)]:
+            x = torch.ones(shape)
+            for name, tfn in [("ct_repeat", lambda: x.repeat(*reps)), ("ct_tile", lambda: x.tile(reps))]:
+                err = ct.torch_error(tfn)
+                ct.clear_error()
+                got = getattr(lib, name)(h(x), ct.i64(reps), len(reps))
+                if err is not None:
+                    ct.assert_error(got, err, what=f"{shape}.{name}{reps}: ")
+                else:
+                    close(got, tfn())
+    for shape, reps in [((0,), (1, -1)), ((0, 3), (2, -1, 1)), ((0, 3), (-2, 0)), ((2, 3), (0, 1))]:
+        hx = h(torch.ones(shape, dtype=torch.float64))
+        lib.ct_set_requires_grad(hx, True)
+        ct.check_int(lib.ct_backward(ct.check(lib.ct_sum(ct.check(lib.ct_repeat(hx, ct.i64(reps), len(reps))))), None))
+        close(lib.ct_grad(hx), torch.zeros(shape, dtype=torch.float64))
+
+
 def test_reshuffle_grad():
     x = make((3, 4, 5), layout="transposed")
     grad_check(lambda t: lib.ct_flip(t, ct.i32((0, 2)), 2), lambda t: torch.flip(t, (0, 2)), [x], [0], "flip: ",
