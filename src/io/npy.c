@@ -45,8 +45,18 @@ typedef struct {
     const char *p, *end;
 } Cur;
 
+/* Skips what Python's tokenizer skips between tokens of the literal numpy.load
+ * evaluates (ast.literal_eval): blanks, tabs, form feeds, newlines, '#'
+ * comments to the end of their line, and backslash line continuations. */
 static void ws(Cur *c) {
-    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
+    for (; c->p < c->end; c->p++) {
+        if (*c->p == '#')
+            while (c->p + 1 < c->end && c->p[1] != '\n' && c->p[1] != '\r') c->p++;
+        else if (*c->p == '\\' && c->p + 1 < c->end && (c->p[1] == '\n' || c->p[1] == '\r'))
+            c->p++;
+        else if (!*c->p || !strchr(" \t\f\n\r", *c->p))
+            return;
+    }
 }
 
 static bool eat(Cur *c, char ch) {
@@ -115,6 +125,12 @@ static void *parse_descr(IoSrc *s, NpyHeader *h) {
 static void *parse_header(IoSrc *s, const char *text, size_t n, NpyHeader *h) {
     Cur c = {text, text + n};
     bool have_descr = false, have_fortran = false, have_shape = false;
+    int parens = 0; /* ({...}) evaluates to the dict too */
+    ws(&c);
+    const char *line = c.p; /* outside brackets Python refuses an indented line (but the first) */
+    while (line > text && line[-1] != '\n' && line[-1] != '\r') line--;
+    if (line > text && line != c.p) return fail(s, "the header dict is indented (a Python syntax error)");
+    while (eat(&c, '(')) parens++;
     if (!eat(&c, '{')) return fail(s, "the header is not a Python dict literal");
     while (!eat(&c, '}')) {
         char key[32];
@@ -167,8 +183,9 @@ static void *parse_header(IoSrc *s, const char *text, size_t n, NpyHeader *h) {
             break;
         }
     }
+    while (parens && eat(&c, ')')) parens--;
     ws(&c);
-    if (c.p != c.end) return fail(s, "unexpected text after the header dict");
+    if (c.p != c.end || parens) return fail(s, "unexpected text after the header dict");
     if (!have_descr || !have_fortran || !have_shape)
         return fail(s, "the header lacks '%s'", !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
     return h;

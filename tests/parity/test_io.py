@@ -477,3 +477,42 @@ def test_npy_errors(tmp_path):
     bf = ct._contiguous_copy_to_ct(torch.zeros(2, dtype=torch.bfloat16))
     assert lib.ct_save_npy(bf, str(path).encode()) == -1
     assert "numpy has no bfloat16 dtype" in ct.last_error()
+
+
+NPY_HEADER_EDITS = [  # (name, how the dict text d becomes the header); numpy.load evaluates it as a Python literal
+    ("comment in the padding", lambda d: d + " # a comment\n"), ("bare #", lambda d: d + "#\n"),
+    ("comment, no newline", lambda d: d + " # c"), ("comment with a quote", lambda d: d + " # it's\n"),
+    ("two comment lines", lambda d: d + " # a\n # b\n"), ("comment, CR", lambda d: d + " # c\r"),
+    ("comment, CRLF", lambda d: d + " # c\r\n"), ("comment line first", lambda d: "# hi\n" + d + "\n"),
+    ("comment inside", lambda d: d.replace("'descr': '<f4',", "'descr': '<f4', # the dtype\n")),
+    ("comment in shape", lambda d: d.replace("(2, ", "(2, # rows\n")),
+    ("comment after a key", lambda d: d.replace("'descr'", "'descr' # k\n")),
+    ("comment swallows the rest", lambda d: d.replace("'descr': '<f4',", "'descr': '<f4', # the dtype")),
+    ("comment then text", lambda d: d + " # c\nx\n"), ("hash in a string", lambda d: d.replace("<f4", "<f4#")),
+    ("form feed", lambda d: d + "\f\n"), ("vertical tab", lambda d: d + "\v\n"), ("NUL", lambda d: d + "\0\n"),
+    ("line continuation", lambda d: d.replace("'fortran_order'", "\\\n'fortran_order'")),
+    ("leading blanks", lambda d: "  " + d + "\n"), ("newline first", lambda d: "\n" + d + "\n"),
+    ("indented after a comment", lambda d: "# c\n  " + d + "\n"), ("in parentheses", lambda d: "( (" + d + ") )\n"),
+    ("unclosed parenthesis", lambda d: "(" + d + "\n"), ("stray parenthesis", lambda d: d + ")\n"),
+]
+
+
+@pytest.mark.parametrize("name,edit", NPY_HEADER_EDITS, ids=[e[0] for e in NPY_HEADER_EDITS])
+def test_npy_header_python_syntax(name, edit):
+    """numpy.load reads the header with ast.literal_eval: '#' comments, blank
+    lines, form feeds, line continuations and enclosing parentheses are Python
+    between tokens; ctorch loads a header iff numpy does."""
+    import io
+    a = np.arange(6, dtype="<f4").reshape(2, 3)
+    head = edit("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }").encode("latin1")
+    data = b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head + a.tobytes()
+    try:
+        want = np.load(io.BytesIO(data))
+    except Exception:  # ValueError, SyntaxError, tokenize.TokenError
+        want = None
+    ct.clear_error()
+    h = lib.ct_load_npy_buffer(data, len(data))
+    if want is None:
+        assert h is None and ct.last_error(), f"numpy refuses {head!r}, ctorch loads it"
+    else:
+        np_equal(ct.to_numpy(ct.check(h)), want)
