@@ -108,11 +108,11 @@ static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w
         return c10_error_int("%s: negative padding is not supported", op);
     if ((nsp == 2 && (i[1] <= 0 || i[2] <= 0)) || (nsp == 1 && i[2] <= 0))
         return c10_error_int("%s: non-positive stride is not supported", op);
-    if ((nsp == 2 && (i[5] <= 0 || i[6] <= 0)) || (nsp == 1 && i[6] <= 0)) {
-        if (nsp == 2)
-            return c10_error_int("%s: dilation should be greater than zero, but got [%lld, %lld]", op, (long long)i[5],
-                                 (long long)i[6]);
-        return c10_error_int("%s: dilation should be greater than zero, but got [%lld]", op, (long long)i[6]);
+    if ((nsp == 2 && i[5] <= 0) || i[6] <= 0) { /* torch: conv1d runs as conv2d of dilation [1, d] */
+        if (x->dtype == CT_FLOAT32 && g->batched) /* torch's mkldnn path */
+            return c10_error_int("%s: non-positive dilation is not supported", op);
+        return c10_error_int("%s: dilation should be greater than zero, but got [%lld, %lld]", op,
+                             (long long)(nsp == 2 ? i[5] : 1), (long long)i[6]);
     }
     if (w->ndim != xnd)
         return c10_error_int("%s: Expected %d-dimensional input for %d-dimensional weight %s, but got %d-dimensional "

@@ -2129,6 +2129,9 @@ int fwd_masked_fill(int op, const OpArgs *a, TensorImpl **out) {
                              lower_name(mask->dtype));
     if (!same_device("masked_fill", self, mask)) return -1;
     if (c10_check_value_fits(a->s[0], self->dtype) < 0) return -1;
+    int64_t shape[CT_MAX_DIMS]; /* out of place torch expands (mask, self): its message names them so */
+    if (!a->dst && c10_broadcast_shape(mask->sizes, mask->ndim, self->sizes, self->ndim, shape) < 0)
+        return prefix_error("masked_fill");
     TensorImpl *in[2] = {self, mask};
     if (self->dtype == CT_BOOL || !c10_is_float(self->dtype)) {
         /* the value converts to self's dtype (truncation), as PyTorch's fill does */
@@ -2178,13 +2181,18 @@ int fwd_clamp_tensor(int op, const OpArgs *a, TensorImpl **out) {
     return ew("clamp", 2, in, r, lo ? k_clampmin : k_clampmax, a->s, NULL, out);
 }
 
+/* torch's lerp names dtypes by their C++ types (caffe2::TypeMeta). */
+static const char *const cpp_names[CT_NUM_DTYPES] = {
+    [CT_BOOL] = "bool",        [CT_UINT8] = "unsigned char", [CT_INT8] = "signed char",
+    [CT_INT16] = "short int",  [CT_INT32] = "int",           [CT_INT64] = "long int",
+    [CT_FLOAT16] = "c10::Half", [CT_BFLOAT16] = "c10::BFloat16", [CT_FLOAT32] = "float",
+    [CT_FLOAT64] = "double"};
+
 static int lerp_check(const TensorImpl *self, const TensorImpl *end, const TensorImpl *w) {
-    if (end->dtype != self->dtype)
-        return c10_error_int("lerp: expected dtype %s for `end` but got dtype %s", lower_name(self->dtype),
-                             lower_name(end->dtype));
-    if (w && w->dtype != self->dtype)
-        return c10_error_int("lerp: expected dtype %s for `weight` but got dtype %s", lower_name(self->dtype),
-                             lower_name(w->dtype));
+    const TensorImpl *bad = end->dtype != self->dtype ? end : w && w->dtype != self->dtype ? w : NULL;
+    if (bad)
+        return c10_error_int("lerp: expected dtype %s for `%s` but got dtype %s", cpp_names[self->dtype],
+                             bad == end ? "end" : "weight", cpp_names[bad->dtype]);
     return 0;
 }
 

@@ -624,3 +624,63 @@ def test_random_fills_and_inits_check_like_torch():
         m = lib.ct_nn_conv2d(cin, cout, 1, 1, 0, 1, 1, True)
         assert m, ct.last_error()
         lib.ct_module_free(m)
+
+
+ct.declare("ct_conv1d", T, [CT, CT, CT, c_int64, c_int64, c_int64, c_int64])
+ct.declare("ct_conv2d", T, [CT, CT, CT, I64P, I64P, I64P, c_int64])
+ct.declare("ct_masked_fill_", c_int, [T, CT, c_double])
+DTYPES_ALL = [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+              torch.bfloat16, torch.float32, F64]
+
+
+def test_error_wording_masked_fill_conv_dilation_lerp():
+    """torch's words: out-of-place masked_fill expands (mask, self), so its
+    broadcast error names the mask as tensor a (in place: self); conv1d runs as
+    conv2d of dilation [1, d] ("dilation should be greater than zero, but got
+    [1, 0]"), except float32 batches on mkldnn ("non-positive dilation is not
+    supported"); lerp names dtypes by their C++ types ("long int", "c10::Half")."""
+    x = torch.zeros(3, 4)
+    for m in [torch.ones(2, 4), torch.ones(5), torch.ones(4, 1, 1), torch.ones(2, 3, 4), torch.ones(3, 1)]:
+        m = m.bool()
+        for cf, tf in [(lambda: lib.ct_masked_fill(h(x), h(m), 1.0), lambda: x.masked_fill(m, 1.0)),
+                       (lambda: lib.ct_masked_fill_(h(x), h(m), 1.0), lambda: x.clone().masked_fill_(m, 1.0))]:
+            err = ct.torch_error(tf)
+            ct.clear_error()
+            got = cf()
+            if err is not None:
+                ct.assert_error(got, err, what=f"masked_fill mask {tuple(m.shape)}: ")
+            else:
+                assert got not in (None, -1), ct.last_error()
+    for dt in (torch.float32, F64):
+        for batched in (True, False):
+            for d in (0, -2, 2):
+                x1, w1 = torch.ones(2, 3, 10, dtype=dt), torch.ones(4, 3, 3, dtype=dt)
+                x1 = x1 if batched else x1[0]
+                err = ct.torch_error(lambda: F.conv1d(x1, w1, None, 1, 0, d))
+                ct.clear_error()
+                got = lib.ct_conv1d(h(x1), h(w1), None, 1, 0, d, 1)
+                if err is None:
+                    assert got, ct.last_error()
+                else:
+                    ct.assert_error(got, err, what=f"conv1d {dt} batched={batched} dilation {d}: ")
+                for dil in [(1, d), (d, 1)]:
+                    x2, w2 = torch.ones(2, 3, 10, 10, dtype=dt), torch.ones(4, 3, 3, 3, dtype=dt)
+                    x2 = x2 if batched else x2[0]
+                    err = ct.torch_error(lambda: F.conv2d(x2, w2, None, 1, 0, dil))
+                    ct.clear_error()
+                    got = lib.ct_conv2d(h(x2), h(w2), None, i64([1, 1]), i64([0, 0]), i64(dil), 1)
+                    if err is None:
+                        assert got, ct.last_error()
+                    else:
+                        ct.assert_error(got, err, what=f"conv2d {dt} batched={batched} dilation {dil}: ")
+    for d in DTYPES_ALL:
+        for dself, dend, dw in [(torch.float32, d, None), (d, torch.float32, None), (d, d, torch.float32),
+                                (torch.float32, torch.float32, d)]:
+            a, b = torch.ones(2, dtype=dself), torch.ones(2, dtype=dend)
+            tf = (lambda: torch.lerp(a, b, 0.5)) if dw is None else (lambda: torch.lerp(a, b, torch.ones(2, dtype=dw)))
+            err = ct.torch_error(tf)
+            if err is None or "for 'Half'" in err:  # (ctorch has float16 lerp)
+                continue
+            ct.clear_error()
+            got = lib.ct_lerp_scalar(h(a), h(b), 0.5) if dw is None else lib.ct_lerp(h(a), h(b), h(torch.ones(2, dtype=dw)))
+            ct.assert_error(got, err, what=f"lerp {dself} {dend} {dw}: ")
