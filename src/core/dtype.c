@@ -25,6 +25,12 @@ const char *c10_dtype_cname(ct_dtype d) {
     return c10_dtype_valid((int)d) ? names[d] : "invalid dtype";
 }
 
+const char *c10_dtype_cpp_name(ct_dtype d) {
+    static const char *const names[CT_NUM_DTYPES] = {"bool", "unsigned char", "signed char", "short int", "int",
+                                                     "long int", "c10::Half", "c10::BFloat16", "float", "double"};
+    return c10_dtype_valid((int)d) ? names[d] : "invalid dtype";
+}
+
 const char *ct_dtype_name(ct_dtype d) {
     return c10_dtype_valid((int)d) ? c10_dtype_names[d] : NULL;
 }

@@ -74,11 +74,12 @@ static void fill_geo_sizes(ConvGeo *g, const int64_t *xs, int xnd, const int64_t
     g->Wo = (g->W + 2 * g->pw - g->dw * (g->kw - 1) - 1) / g->sw + 1;
 }
 
-/* The C++ type names PyTorch's conv messages use. */
-static const char *type_name(ct_dtype d) {
-    static const char *const n[CT_NUM_DTYPES] = {"bool", "unsigned char", "signed char", "short int", "int",
-                                                 "long int", "c10::Half", "c10::BFloat16", "float", "double"};
-    return n[d];
+/* torch 1.13's use_mkldnn for a float32 convolution with a dilation other
+ * than 1 (xs: the batched input sizes); mkldnn words a bad dilation its own way */
+static bool torch_mkldnn(const TensorImpl *x, const TensorImpl *w, const int64_t *xs, int nsp, int64_t groups) {
+    int64_t kh = nsp == 2 && w->ndim >= 2 ? w->sizes[w->ndim - 2] : 1, kw = w->ndim ? w->sizes[w->ndim - 1] : 1;
+    int64_t chw = xs[1] * xs[2] * (nsp == 2 ? xs[3] : 1);
+    return x->dtype == CT_FLOAT32 && (groups > 1 || (kh > 3 && kw > 3) || xs[0] > 1 || xs[0] * chw > 20480);
 }
 
 /* PyTorch's checks for conv1d/conv2d(input, weight, bias), in its order. */
@@ -109,7 +110,7 @@ static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w
     if ((nsp == 2 && (i[1] <= 0 || i[2] <= 0)) || (nsp == 1 && i[2] <= 0))
         return c10_error_int("%s: non-positive stride is not supported", op);
     if ((nsp == 2 && i[5] <= 0) || i[6] <= 0) { /* torch: conv1d runs as conv2d of dilation [1, d] */
-        if (x->dtype == CT_FLOAT32 && g->batched) /* torch's mkldnn path */
+        if (torch_mkldnn(x, w, xs, nsp, g->groups))
             return c10_error_int("%s: non-positive dilation is not supported", op);
         return c10_error_int("%s: dilation should be greater than zero, but got [%lld, %lld]", op,
                              (long long)(nsp == 2 ? i[5] : 1), (long long)i[6]);
@@ -153,8 +154,8 @@ static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w
         return c10_error_int("%s: expected scalar type %s but found %s", op, c10_dtype_cname(x->dtype),
                              c10_dtype_cname(w->dtype));
     if (b && b->dtype != x->dtype)
-        return c10_error_int("%s: Input type (%s) and bias type (%s) should be the same", op, type_name(x->dtype),
-                             type_name(b->dtype));
+        return c10_error_int("%s: Input type (%s) and bias type (%s) should be the same", op, c10_dtype_cpp_name(x->dtype),
+                             c10_dtype_cpp_name(b->dtype));
     if (x->dtype == CT_BOOL) return c10_error_int("%s: \"slow_conv2d_cpu\" not implemented for 'Bool'", op);
     if (g->kh <= 0 || g->kw <= 0)
         return c10_error_int("%s: kernel size should be greater than zero, but got kernel_height: %lld kernel_width: "

@@ -2181,18 +2181,11 @@ int fwd_clamp_tensor(int op, const OpArgs *a, TensorImpl **out) {
     return ew("clamp", 2, in, r, lo ? k_clampmin : k_clampmax, a->s, NULL, out);
 }
 
-/* torch's lerp names dtypes by their C++ types (caffe2::TypeMeta). */
-static const char *const cpp_names[CT_NUM_DTYPES] = {
-    [CT_BOOL] = "bool",        [CT_UINT8] = "unsigned char", [CT_INT8] = "signed char",
-    [CT_INT16] = "short int",  [CT_INT32] = "int",           [CT_INT64] = "long int",
-    [CT_FLOAT16] = "c10::Half", [CT_BFLOAT16] = "c10::BFloat16", [CT_FLOAT32] = "float",
-    [CT_FLOAT64] = "double"};
-
 static int lerp_check(const TensorImpl *self, const TensorImpl *end, const TensorImpl *w) {
     const TensorImpl *bad = end->dtype != self->dtype ? end : w && w->dtype != self->dtype ? w : NULL;
     if (bad)
-        return c10_error_int("lerp: expected dtype %s for `%s` but got dtype %s", cpp_names[self->dtype],
-                             bad == end ? "end" : "weight", cpp_names[bad->dtype]);
+        return c10_error_int("lerp: expected dtype %s for `%s` but got dtype %s", c10_dtype_cpp_name(self->dtype),
+                             bad == end ? "end" : "weight", c10_dtype_cpp_name(bad->dtype));
     return 0;
 }
 
