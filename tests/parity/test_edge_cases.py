@@ -637,8 +637,9 @@ def test_error_wording_masked_fill_conv_dilation_lerp():
     """torch's words: out-of-place masked_fill expands (mask, self), so its
     broadcast error names the mask as tensor a (in place: self); conv1d runs as
     conv2d of dilation [1, d] ("dilation should be greater than zero, but got
-    [1, 0]"), except float32 batches on mkldnn ("non-positive dilation is not
-    supported"); lerp names dtypes by their C++ types ("long int", "c10::Half")."""
+    [1, 0]"), except float32 convolutions torch runs on mkldnn (batch > 1,
+    groups > 1, kernels above 3x3 or inputs above 20480 elements: "non-positive
+    dilation is not supported"); lerp names dtypes by their C++ types ("long int", "c10::Half")."""
     x = torch.zeros(3, 4)
     for m in [torch.ones(2, 4), torch.ones(5), torch.ones(4, 1, 1), torch.ones(2, 3, 4), torch.ones(3, 1)]:
         m = m.bool()
@@ -652,23 +653,23 @@ def test_error_wording_masked_fill_conv_dilation_lerp():
             else:
                 assert got not in (None, -1), ct.last_error()
     for dt in (torch.float32, F64):
-        for batched in (True, False):
+        for batched, g, k in [(2, 1, 3), (1, 1, 3), (None, 1, 3), (1, 3, 3), (1, 1, 5)]:
             for d in (0, -2, 2):
-                x1, w1 = torch.ones(2, 3, 10, dtype=dt), torch.ones(4, 3, 3, dtype=dt)
+                x1, w1 = torch.ones(batched or 1, 3, 10, dtype=dt), torch.ones(3, 3 // g, k, dtype=dt)
                 x1 = x1 if batched else x1[0]
-                err = ct.torch_error(lambda: F.conv1d(x1, w1, None, 1, 0, d))
+                err = ct.torch_error(lambda: F.conv1d(x1, w1, None, 1, 0, d, g))
                 ct.clear_error()
-                got = lib.ct_conv1d(h(x1), h(w1), None, 1, 0, d, 1)
+                got = lib.ct_conv1d(h(x1), h(w1), None, 1, 0, d, g)
                 if err is None:
                     assert got, ct.last_error()
                 else:
                     ct.assert_error(got, err, what=f"conv1d {dt} batched={batched} dilation {d}: ")
                 for dil in [(1, d), (d, 1)]:
-                    x2, w2 = torch.ones(2, 3, 10, 10, dtype=dt), torch.ones(4, 3, 3, 3, dtype=dt)
+                    x2, w2 = torch.ones(batched or 1, 3, 10, 10, dtype=dt), torch.ones(3, 3 // g, k, k, dtype=dt)
                     x2 = x2 if batched else x2[0]
-                    err = ct.torch_error(lambda: F.conv2d(x2, w2, None, 1, 0, dil))
+                    err = ct.torch_error(lambda: F.conv2d(x2, w2, None, 1, 0, dil, g))
                     ct.clear_error()
-                    got = lib.ct_conv2d(h(x2), h(w2), None, i64([1, 1]), i64([0, 0]), i64(dil), 1)
+                    got = lib.ct_conv2d(h(x2), h(w2), None, i64([1, 1]), i64([0, 0]), i64(dil), g)
                     if err is None:
                         assert got, ct.last_error()
                     else:
