@@ -194,9 +194,9 @@ def test_softmax_columns(dtype, shape, dim):
                                        ((3, 21, 37), (0, 2, 1)), ((21, 2, 37), (1, 2, 0))])
 def test_softmax_of_transposes(dtype, base, perm):
     """softmax / log_softmax along the last dim of a permuted tensor whose last
-    dim steps far and another dim by 1 (a transpose's rows, adjacent in memory:
-    done as columns, their values transposed into the result's rows), with
-    rows of -inf, NaN, +inf, one far below 0, and partial tiles both ways."""
+    dim steps far and another dim by 1 (a transpose's rows, adjacent in memory),
+    with rows of -inf, NaN, +inf, one far below 0; rows and row counts not
+    multiples of the vectors."""
     b = (rand(base, torch.float64) * 6).to(dtype)
     x = b.permute(*perm)
     rows = x.reshape(-1, x.shape[-1]) if x.is_contiguous() else None

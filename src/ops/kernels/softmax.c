@@ -731,34 +731,8 @@ static inline __m256 c8val(__m256 v, const float *m, const float *a, bool logm) 
             st8_##tag(y + 8 * v, c8val(ld8_##tag(x + 8 * v), m + 8 * v, a + 8 * v, logm)); \
         if (r) str_##tag(y + 8 * nf, r, c8val(ldr_##tag(x + 8 * nf, r), m + 8 * nf, a + 8 * nf, logm)); \
     }                                                                                    \
-    /* nk <= 8 rows (rs apart) of nc <= 8 columns, transposed into nc rows of y, ys \
-     * apart (always inlined: the whole tile's calls, 8 and 8, constant) */             \
-    static inline __attribute__((always_inline)) void c8tile_##tag(const S *x, int64_t rs, S *y, int64_t ys, \
-                                                                   const float *m, const float *a, bool logm, \
-                                                                   int nk, int nc) {     \
-        __m256 e[8];                                                                     \
-        for (int g = 0; g < 8; g++)                                                      \
-            e[g] = g < nk ? c8val(LD8(tag, x + g * rs, nc & 7), m, a, logm) : _mm256_setzero_ps(); \
-        c10_tr8x8_ps(e);                                                                 \
-        for (int c = 0; c < nc; c++)                                                     \
-            if (nk == 8) st8_##tag(y + c * ys, e[c]);                                    \
-            else str_##tag(y + c * ys, nk, e[c]);                                        \
-    }                                                                                    \
-    /* the second pass into y transposed: column c's values to y + c ys */             \
-    static void c8tpass_##tag(const S *x, S *y, int64_t D, int64_t rs, int64_t bl, const float *m, const float *a, \
-                              bool logm, int64_t ys) {                                   \
-        for (int64_t k = 0; k < D; k += 8)                                               \
-            for (int64_t c = 0; c < bl; c += 8) {                                        \
-                int nk = D - k < 8 ? (int)(D - k) : 8, nc = bl - c < 8 ? (int)(bl - c) : 8; \
-                const S *xt = x + k * rs + c;                                            \
-                S *yt = y + c * ys + k;                                                  \
-                if (nk == 8 && nc == 8) c8tile_##tag(xt, rs, yt, ys, m + c, a + c, logm, 8, 8); \
-                else c8tile_##tag(xt, rs, yt, ys, m + c, a + c, logm, nk, nc);           \
-            }                                                                            \
-    }                                                                                    \
-    /* columns [0, bl) of D rows, rs elements apart; into y likewise, or (ys) \
-     * transposed: column c into y + c ys */                                          \
-    static void cols8_##tag(const S *x, S *y, int64_t D, int64_t rs, int64_t bl, bool logm, int64_t ys) { \
+    /* columns [0, bl) of D rows, rs elements apart */                                   \
+    static void cols8_##tag(const S *x, S *y, int64_t D, int64_t rs, int64_t bl, bool logm) { \
         _Alignas(32) float m[CB8], s[CB8];                                               \
         int64_t nv = (bl + 7) / 8, k = 0;                                                \
         int r = (int)(bl % 8);                                                           \
@@ -767,19 +741,11 @@ static inline __m256 c8val(__m256 v, const float *m, const float *a, bool logm) 
         for (; k + 4 <= D; k += 4) c8steps_##tag(x + k * rs, rs, 4, nf, r, m, s);        \
         for (; k < D; k++) c8steps_##tag(x + k * rs, rs, 1, nf, r, m, s);                \
         for (int64_t p = 0; p < nv * 8; p++) s[p] = logm ? logf(s[p]) : 1 / s[p];      \
-        if (ys) {                                                                        \
-            c8tpass_##tag(x, y, D, rs, bl, m, s, logm, ys);                              \
-            return;                                                                      \
-        }                                                                                \
         for (k = 0; k < D; k++)                                                          \
             if (logm) c8row_##tag(x + k * rs, y + k * rs, nf, r, m, s, true);            \
             else c8row_##tag(x + k * rs, y + k * rs, nf, r, m, s, false);                \
     }                                                                                    \
-    /* the outer slices of x (slice o at rk_row_offset(g, o); inner adjacent \
-     * columns, their D elements rs apart) in blocks of bl columns; y: slice o's \
-     * column c at (o inner + c) D when tr (rows of D), else as x contiguous */       \
-    static void cols8_all_##tag(const S *x, const RowGeom *g, int64_t rs, S *y, int64_t outer, int64_t D, \
-                                int64_t inner, bool logm, bool tr, int nt) {             \
+    static void cols8_all_##tag(const S *x, S *y, int64_t outer, int64_t D, int64_t inner, bool logm, int nt) { \
         (void)nt;                                                                        \
         int64_t nb = (inner + CB8 - 1) / CB8;                                            \
         if (outer * nb < nt) nb = (nt + outer - 1) / outer;                              \
@@ -787,21 +753,13 @@ static inline __m256 c8val(__m256 v, const float *m, const float *a, bool logm) 
         nb = (inner + bl - 1) / bl;                                                      \
         OMP_FOR_NT                                                                       \
         for (int64_t u = 0; u < outer * nb; u++) {                                       \
-            int64_t o = u / nb, j0 = u % nb * bl, w = inner - j0 < bl ? inner - j0 : bl; \
-            const S *xs = x + rk_row_offset(g, o) + j0;                                  \
-            if (tr) cols8_##tag(xs, y + (o * inner + j0) * D, D, rs, w, logm, D);        \
-            else cols8_##tag(xs, y + o * D * inner + j0, D, rs, w, logm, 0);             \
+            int64_t o = u / nb, j0 = u % nb * bl, off = o * D * inner + j0;              \
+            cols8_##tag(x + off, y + off, D, inner, inner - j0 < bl ? inner - j0 : bl, logm); \
         }                                                                                \
     }
 COLS8(f32, float)
 COLS8(f16, uint16_t)
 COLS8(bf16, uint16_t)
-static void cols8_all(ct_dtype dt, const void *x, const RowGeom *g, int64_t rs, void *y, int64_t outer, int64_t D,
-                      int64_t inner, bool logm, bool tr, int nt) {
-    if (dt == CT_FLOAT32) cols8_all_f32(x, g, rs, y, outer, D, inner, logm, tr, nt);
-    else if (dt == CT_FLOAT16) cols8_all_f16(x, g, rs, y, outer, D, inner, logm, tr, nt);
-    else cols8_all_bf16(x, g, rs, y, outer, D, inner, logm, tr, nt);
-}
 #endif
 #endif
 
@@ -873,17 +831,6 @@ COLD_CODE int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *
     tblocks(&tfns[dt == CT_FLOAT64], x, &gi, &go, a / g->size[u], g->size[u], ou, es, y, D, logm, nt, buf, per);
     free(buf);
     return 1;
-#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-    /* the innermost dim of g steps by 1: the rows along it are the columns of
-     * slices (the other dims of g), whose values go transposed into y */
-    int n = g->nd;
-    if (!n || g->stride[n - 1] != 1 || g->size[n - 1] < 8 || dt == CT_FLOAT64) return 0;
-    RowGeom gs = *g;
-    gs.nd--;
-    int64_t nq = 1;
-    for (int k = 0; k < gs.nd; k++) nq *= gs.size[k];
-    cols8_all(dt, x, &gs, es, y, nq, D, g->size[n - 1], logm, true, nt);
-    return 1;
 #else
     (void)dt, (void)x, (void)g, (void)es, (void)y, (void)D, (void)logm, (void)nt;
     return 0;
@@ -934,8 +881,9 @@ bool softmax_cols(ct_dtype dt, const void *x, void *y, int64_t outer, int64_t D,
 #else
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
     if (inner >= 8 && dt != CT_FLOAT64) {
-        RowGeom g = {.nd = 1, .size = {outer}, .stride = {D * inner}};
-        cols8_all(dt, x, &g, inner, y, outer, D, inner, logm, false, nt);
+        if (dt == CT_FLOAT32) cols8_all_f32(x, y, outer, D, inner, logm, nt);
+        else if (dt == CT_FLOAT16) cols8_all_f16(x, y, outer, D, inner, logm, nt);
+        else cols8_all_bf16(x, y, outer, D, inner, logm, nt);
         return true;
     }
 #endif
