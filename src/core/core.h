@@ -184,21 +184,6 @@ static inline void c10_f2bf_x8(uint16_t *p, __m256 v) {
     __m256i w = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08); /* r's 8 words in the low half */
     _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(w));
 }
-/* the 8 x 8 transpose of r[]: r[c] becomes column c */
-static inline void c10_tr8x8_ps(__m256 *r) {
-    __m256 t[8];
-    for (int k = 0; k < 8; k += 2)
-        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-    for (int k = 0; k < 8; k += 4) { /* rows k..k+3: columns c and c + 4 into t[k + c] */
-        __m256 a = _mm256_shuffle_ps(t[k], t[k + 2], 0x44), b = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
-        __m256 c = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44), d = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
-        t[k] = a, t[k + 1] = b, t[k + 2] = c, t[k + 3] = d;
-    }
-    for (int c = 0; c < 4; c++) {
-        r[c] = _mm256_permute2f128_ps(t[c], t[c + 4], 0x20);
-        r[c + 4] = _mm256_permute2f128_ps(t[c], t[c + 4], 0x31);
-    }
-}
 #endif
 /* n of them at a time (bf: bfloat16, else float16), vectorised. */
 CT_INTERNAL void c10_half_to_float_n(float *d, const uint16_t *s, bool bf, int64_t n);

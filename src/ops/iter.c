@@ -458,10 +458,18 @@ static inline void block_4(const void *src, int64_t ldi, void *dst, int64_t ldo,
     (void)stream;
     const float *in = src;
     float *out = dst;
-    __m256 r[8];
+    __m256 r[8], t[8];
     for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(in + k * ldi);
-    c10_tr8x8_ps(r);
-    for (int c = 0; c < 8; c++) _mm256_storeu_ps(out + c * ldo, r[c]);
+    for (int k = 0; k < 8; k += 2)
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+    for (int k = 0; k < 8; k += 4) { /* rows k..k+3: columns c and c + 4 into r[k + c] */
+        r[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44), r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+        r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44), r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(out + c * ldo, _mm256_permute2f128_ps(r[c], r[c + 4], 0x20));
+        _mm256_storeu_ps(out + (c + 4) * ldo, _mm256_permute2f128_ps(r[c], r[c + 4], 0x31));
+    }
 }
 static inline void block_8(const void *src, int64_t ldi, void *dst, int64_t ldo, bool stream) {
     (void)stream;

@@ -35,7 +35,7 @@ static inline int64_t row_off(const RowGeom *g, int64_t o) {
 #define GATHER(T)                                                                        \
     static inline const T *gather_##T(T *restrict b, const T *restrict r, int64_t es, int64_t n) { \
         if (es == 2) /* a ::2 slice: a constant stride vectorises (permutes) */          \
-            for (int64_t i = 0; i < n; i++) b[i] = r[2 * i];                                         \
+            for (int64_t i = 0; i < n; i++) b[i] = r[2 * i];                             \
         else                                                                             \
             for (int64_t i = 0; i < n; i++) b[i] = r[i * es];                            \
         return b;                                                                        \
@@ -258,7 +258,7 @@ static inline void cprefetch(const void *x, int64_t rs, int64_t k, int64_t D, in
 #define CMERGE(C)                                                                        \
     COLD_CODE static void cmerge_##C(C *m, C *s, int64_t inner, int64_t R) {            \
         for (int64_t c = 0; c < inner; c += W_##C) {                                     \
-            M_##C k = inner - c < W_##C ? TAIL(C, inner - c) : (M_##C)-1;                 \
+            M_##C k = inner - c < W_##C ? TAIL(C, inner - c) : (M_##C)-1;                \
             V_##C m0 = VOP_##C(maskz_loadu)(k, m + c), s0 = VOP_##C(maskz_loadu)(k, s + c); \
             for (int64_t r = 1; r < R; r++) {                                            \
                 V_##C mr = VOP_##C(maskz_loadu)(k, m + r * inner + c), mn = VOP_##C(max)(m0, mr); \
@@ -295,7 +295,7 @@ EXPSCALE(double)
     /* one step: n rows (CG or 1) of the vector at x, rs apart, lanes k */               \
     static inline __attribute__((always_inline)) void cstep_##tag(const S *x, int64_t rs, const int n, M_##C k, \
                                                                  C *m, C *s) {           \
-        V_##C v0 = LDZ_##tag(k, x), v1 = v0, v2 = v0, v3 = v0, mx = v0; /* n: 1 or CG */  \
+        V_##C v0 = LDZ_##tag(k, x), v1 = v0, v2 = v0, v3 = v0, mx = v0; /* n: 1 or CG */ \
         if (n == CG) { /* (CG is 4) named, not an array: an array's tree went through the stack */ \
             v1 = LDZ_##tag(k, x + rs), v2 = LDZ_##tag(k, x + 2 * rs), v3 = LDZ_##tag(k, x + 3 * rs); \
             mx = VOP_##C(max)(VOP_##C(max)(v3, v2), VOP_##C(max)(v1, v0));              \
@@ -305,7 +305,7 @@ EXPSCALE(double)
         a = VOP_##C(add)(a, VEXP_##C(VOP_##C(sub)(v0, mn)));                             \
         if (n == CG) { /* two chains */                                                  \
             V_##C b = VOP_##C(add)(VEXP_##C(VOP_##C(sub)(v1, mn)), VEXP_##C(VOP_##C(sub)(v3, mn))); \
-            a = VOP_##C(add)(VOP_##C(add)(a, VEXP_##C(VOP_##C(sub)(v2, mn))), b);         \
+            a = VOP_##C(add)(VOP_##C(add)(a, VEXP_##C(VOP_##C(sub)(v2, mn))), b);        \
         }                                                                                \
         VOP_##C(mask_store)(m, k, mn); /* lanes past k: other columns' positions */      \
         VOP_##C(mask_store)(s, k, a);                                                    \
@@ -315,10 +315,10 @@ EXPSCALE(double)
     /* the first pass over D rows of bl, rs apart */                                     \
     static void cpass1_##tag(const S *x, int64_t rs, int64_t D, int64_t bl, C *m, C *s) { \
         int nv = (int)((bl + W_##C - 1) / W_##C), lb = (int)(bl * (int64_t)sizeof(S));   \
-        M_##C kt = bl % W_##C ? TAIL(C, bl % W_##C) : (M_##C)-1;                          \
+        M_##C kt = bl % W_##C ? TAIL(C, bl % W_##C) : (M_##C)-1;                         \
         int64_t k = 0;                                                                   \
         for (; k + CG <= D; k += CG) {                                                   \
-            cprefetch(x, rs * (int64_t)sizeof(S), k, D, CG, lb);                          \
+            cprefetch(x, rs * (int64_t)sizeof(S), k, D, CG, lb);                         \
             _Pragma("GCC unroll 1") for (int v = 0; v < nv - 1; v++) cstep_##tag(x + k * rs + v * W_##C, rs, CG, (M_##C)-1, m + v * W_##C, s + v * W_##C); \
             cstep_##tag(x + k * rs + (nv - 1) * W_##C, rs, CG, kt, m + (nv - 1) * W_##C, s + (nv - 1) * W_##C); \
         }                                                                                \
@@ -332,7 +332,7 @@ EXPSCALE(double)
         for (int64_t k = 0; k < D; k++) {                                                \
             const S *r = x + k * rs;                                                     \
             S *w = y + k * rs;                                                           \
-            cprefetch(x, rs * (int64_t)sizeof(S), k, D, 1, lb);                           \
+            cprefetch(x, rs * (int64_t)sizeof(S), k, D, 1, lb);                          \
             if (logm) CROW(tag, C, w, r, bl, logsub, m, a);                              \
             else CROW(tag, C, w, r, bl, expscale, m, a);                                 \
         }                                                                                \
@@ -518,7 +518,7 @@ TEXPSUM(double)
             const S *r = x + k * es;                                                     \
             if (k + PF_LINES < D)                                                        \
                 for (int p = 0; p < TP * W_##C; p += 64 / (int)sizeof(S))                \
-                    _mm_prefetch((const char *)(r + PF_LINES * es + p), _MM_HINT_T0);     \
+                    _mm_prefetch((const char *)(r + PF_LINES * es + p), _MM_HINT_T0);    \
             _Pragma("GCC unroll 1") for (int p = 0; p < np; p++) {                       \
                 int nr = rows - p * W_##C;                                               \
                 V_##C v = nr >= W_##C ? LD_##tag(r + p * W_##C) : LDZ_##tag(TAIL(C, nr), r + p * W_##C); \
@@ -532,7 +532,7 @@ TEXPSUM(double)
      * exps (softmax) or x - max (log_softmax) transposed into y, then \
      * finished row by row in L2 */                                                    \
     NOINLINE static void tblock_##tag(const void *mv, void *yv, int64_t ys, int64_t D, int nr, bool logm, \
-                                      const void *bv) {                                   \
+                                      const void *bv) {                                  \
         V_##C m = *(const V_##C *)mv;                                                    \
         S *y = yv;                                                                       \
         C t[W_##C];                                                                      \
@@ -598,13 +598,13 @@ static const TBlockFns tfns[2] = {TFNS(f32, float, float), TFNS(f64, double, dou
             /* (x - m) - ls, in torch's order: m + ls loses x's digits */                \
             for (i = 0; i < n; i++) y[i] = (x[i] - m) - ls;                              \
         } else {                                                                         \
-            T inv = 1 / EXP_SUM_##T(y, x, m, n, next, pb);                                         \
+            T inv = 1 / EXP_SUM_##T(y, x, m, n, next, pb);                               \
             for (i = 0; i < n; i++) y[i] *= inv;                                         \
         }                                                                                \
     }                                                                                    \
     static void row_##T##_b(const T *x, T *y, T *b, int64_t n, bool logm, const T *next, int64_t es) { \
         (void)b;                                                                         \
-        row_##T(x, y, n, logm, es == 1 ? next : NULL, n * (int64_t)sizeof(T), false);                            \
+        row_##T(x, y, n, logm, es == 1 ? next : NULL, n * (int64_t)sizeof(T), false);    \
     }
 ROW_PLAIN(float)
 ROW_PLAIN(double)
@@ -614,7 +614,7 @@ ROW_PLAIN(double)
     static void row_##tag(const uint16_t *x, uint16_t *y, float *b, int64_t n, bool logm, const uint16_t *next, \
                           int64_t es) {                                                  \
         c10_half_to_float_n(b, x, bf, n);                                                \
-        row_float(b, b, n, logm, es == 1 ? next : NULL, 2 * n, bf);                                              \
+        row_float(b, b, n, logm, es == 1 ? next : NULL, 2 * n, bf);                      \
         c10_float_to_half_n(y, b, bf, n);                                                \
     }
 ROW_HALF(f16, false)
@@ -713,7 +713,7 @@ static inline __m256 c8val(__m256 v, const float *m, const float *a, bool logm) 
         a = _mm256_add_ps(a, vm_expf8(_mm256_sub_ps(v0, mn)));                           \
         if (n == 4) {                                                                    \
             __m256 b = _mm256_add_ps(vm_expf8(_mm256_sub_ps(v1, mn)), vm_expf8(_mm256_sub_ps(v3, mn))); \
-            a = _mm256_add_ps(_mm256_add_ps(a, vm_expf8(_mm256_sub_ps(v2, mn))), b);      \
+            a = _mm256_add_ps(_mm256_add_ps(a, vm_expf8(_mm256_sub_ps(v2, mn))), b);     \
         }                                                                                \
         _mm256_store_ps(m, mn);                                                          \
         _mm256_store_ps(s, a);                                                           \
@@ -768,7 +768,7 @@ COLS8(bf16, uint16_t)
  * gathered (es != 1). */
 #define ROWS(tag, S, C)                                                                  \
     static void rows_##tag(const S *x, const RowGeom *g, int64_t es, S *y, int64_t outer, int64_t D, bool logm, \
-                           int nt, char *buf, size_t eb, size_t per) {                    \
+                           int nt, char *buf, size_t eb, size_t per) {                   \
         (void)nt;                                                                        \
         OMP_FOR_NT                                                                       \
         for (int64_t o = 0; o < outer; o++) {                                            \
@@ -847,7 +847,7 @@ COLD_CODE int softmax_lastdim_blocks(ct_dtype dt, const void *x, const RowGeom *
         int64_t nb = (inner + bl - 1) / bl;                                              \
         OMP_FOR_NT                                                                       \
         for (int64_t u = 0; u < outer * nb; u++) {                                       \
-            int64_t o = u / nb, j0 = u % nb * bl, off = o * D * inner + j0;               \
+            int64_t o = u / nb, j0 = u % nb * bl, off = o * D * inner + j0;              \
             cols_##tag(x + off, y + off, D, inner, inner - j0 < bl ? inner - j0 : bl, R, logm); \
         }                                                                                \
     }
