@@ -201,9 +201,13 @@ static void refresh_view(const TensorImpl *ct) {
     if (bm && (bm->requires_grad || bm->grad_fn)) ag_node_release(record_as_strided(m->base, t));
 }
 
+/* torch's DifferentiableViewMeta::requires_grad: a view requires grad when its
+ * base does, with or without history of its own (a view made under no_grad,
+ * or before its base's requires_grad_(): a leaf, whose gradient goes nowhere) */
 bool ag_requires_grad(const TensorImpl *t) {
     refresh_view(t);
-    return t && t->autograd && (t->autograd->requires_grad || t->autograd->grad_fn);
+    const AutogradMeta *m = t ? t->autograd : NULL, *bm = m && m->is_view ? m->base->autograd : NULL;
+    return m && (m->requires_grad || m->grad_fn || (bm && (bm->requires_grad || bm->grad_fn)));
 }
 bool ag_is_leaf(const TensorImpl *t) {
     refresh_view(t);
@@ -404,10 +408,6 @@ void ag_mark_multi_output(TensorImpl *t, int i, const char *node_name) {
     if (m->grad_fn) m->grad_fn->name = node_name;
 }
 
-static bool view_requires_grad(const TensorImpl *t) {
-    return ag_requires_grad(t) || (t->autograd && t->autograd->is_view && ag_requires_grad(t->autograd->base));
-}
-
 /* PyTorch's handle_view_on_rebase: a view made without grad mode, or one of
  * several views a function returned, may not take a new history: it fails
  * when written in place (direct), or used after its base or a sibling was
@@ -510,16 +510,18 @@ static int copy_slices(TensorImpl *self, Node *fn) {
 
 int ag_call_inplace(int op, OpArgs *a) {
     TensorImpl *self = a->t[0];
-    bool req = view_requires_grad(self);
-    for (int k = 1; k < a->nt && !req; k++) req = a->t[k] && ag_requires_grad(a->t[k]);
+    bool req = false;
+    for (int k = 0; k < a->nt && !req; k++) req = a->t[k] && ag_requires_grad(a->t[k]);
     if (req && view_rebase_error(self, true) < 0) return -1;
     int rec = needs_history(op, a);
     if (rec < 0) return -1;
+    /* torch's check_inplace: a view first (it requires grad and its base is a
+     * leaf: a leaf view too, base[2:8].requires_grad_()), then a leaf */
+    if (rec && self->autograd && self->autograd->is_view && ag_is_leaf(self->autograd->base) &&
+        ag_requires_grad(self))
+        return c10_error_int("a view of a leaf Variable that requires grad is being used in an in-place operation.");
     if (ag_grad_enabled() && ag_is_leaf(self) && ag_requires_grad(self))
         return c10_error_int("a leaf Variable that requires grad is being used in an in-place operation.");
-    if (rec && self->autograd && self->autograd->is_view && ag_is_leaf(self->autograd->base) &&
-        ag_requires_grad(self)) /* torch's test: the view requires grad and its base is a leaf */
-        return c10_error_int("a view of a leaf Variable that requires grad is being used in an in-place operation.");
     TensorImpl *self_orig = NULL;
     if (rec && (deriv_info[op].flags & SV_IN0)) {
         self_orig = ag_unary(OP_clone, self); /* with history: double backward sees it */

@@ -784,6 +784,9 @@ class _TorchSide:
         return prev
     def grad_fn_name(self, x): return type(x.grad_fn).__name__ if x.grad_fn is not None else None
     def backward_sum(self, x): x.sum().backward()
+    def flags(self, x): return (x.requires_grad, x.is_leaf, self.grad_fn_name(x))
+    def requires_grad_(self, x, on): x.requires_grad_(on)
+    def grad(self, x): return None if x.grad is None else x.grad.tolist()
 
 
 class _CtSide:
@@ -792,7 +795,8 @@ class _CtSide:
         for n, r, a in [("ct_mul_scalar", ct.T, [ct.CT, c_double]), ("ct_add_", c_int, [ct.T, ct.CT]),
                         ("ct_clone", ct.T, [ct.CT]), ("ct_set_requires_grad", c_int, [ct.T, c_bool]),
                         ("ct_set_grad_enabled", c_bool, [c_bool]), ("ct_grad_fn_name", c_char_p, [ct.CT]),
-                        ("ct_sum", ct.T, [ct.CT]), ("ct_backward", c_int, [ct.T, ct.T])]:
+                        ("ct_sum", ct.T, [ct.CT]), ("ct_backward", c_int, [ct.T, ct.T]),
+                        ("ct_requires_grad", c_bool, [ct.CT]), ("ct_is_leaf", c_bool, [ct.CT])]:
             ct.declare(n, r, a)
     def leaf(self, v):  # a leaf of its own storage (from_torch makes views)
         h = ct.check(ct.lib.ct_clone(ct.from_torch(v)))
@@ -819,6 +823,11 @@ class _CtSide:
         n = ct.lib.ct_grad_fn_name(x)
         return n.decode() if n else None
     def backward_sum(self, x): ct.check_int(ct.lib.ct_backward(ct.check(ct.lib.ct_sum(x)), None))
+    def flags(self, x): return (ct.lib.ct_requires_grad(x), ct.lib.ct_is_leaf(x), self.grad_fn_name(x))
+    def requires_grad_(self, x, on): ct.check_int(ct.lib.ct_set_requires_grad(x, on))
+    def grad(self, x):
+        g = ct.lib.ct_grad(x)
+        return None if not g else ct.to_torch(g).tolist()
 
 
 def _scenarios():
@@ -917,6 +926,44 @@ def _scenarios():
         B.backward_sum(y)
         return True
     out["all-inside-no-grad"] = all_inside_no_grad
+
+    # torch's DifferentiableViewMeta::requires_grad: a view requires grad when its
+    # base does, history or not (made under no_grad, or before the base's
+    # requires_grad_()): a leaf whose gradient goes nowhere, as torch's
+    def view_flags(base, late, then):
+        def run(B):
+            x = B.const(v) if late else B.leaf(v)
+            y = {"leaf": x, "nonleaf": B.mul(x, 2.0)}[base]
+            prev = B.grad_mode(late)
+            w = B.narrow(y, 0, 1, 2)
+            B.grad_mode(prev)
+            if late:
+                B.requires_grad_(x, True)
+            res = [B.flags(w)]
+            if then == "view":
+                res.append(B.flags(B.narrow(w, 1, 1, 2)))
+            elif then == "unset":
+                B.requires_grad_(w, False)
+                res.append(B.flags(w))
+            elif then == "in-place":
+                B.add_(w, B.const(r))
+            z = B.mul(w, 3.0)
+            res.append(B.flags(z))
+            B.backward_sum(z)
+            return res + [B.grad(x), B.grad(w)]
+        return run
+    for base in ("leaf", "nonleaf"):
+        for late in (False, True):
+            for then in ("", "view", "unset", "in-place"):
+                if not (late and base == "nonleaf"):
+                    out[f"view_flags-{base}-{'late' if late else 'no_grad'}-{then}"] = view_flags(base, late, then)
+
+    def leaf_view_in_place(B):  # base[2:8].requires_grad_(): a view of a leaf, as torch says
+        p = B.narrow(B.const(v), 0, 1, 2)
+        B.requires_grad_(p, True)
+        B.add_(p, B.const(r))
+        return True
+    out["leaf-view-in-place"] = leaf_view_in_place
     return out
 
 
