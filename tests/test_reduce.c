@@ -309,9 +309,39 @@ TEST(block_rows_stay_in_bounds) {
     }
 }
 
+/* Maxima across the rows of a 16-bit x[:, ::3], wider than a gather block's
+ * share of 4-byte lanes: the widening once staged the raw values past the
+ * floats, overrunning the row buffers from 342 columns on (ASan: a stack
+ * buffer overflow in gather); each column's max against its elements. */
+TEST(strided_16bit_maxima_stay_in_bounds) {
+    const ct_dtype dts[] = {CT_FLOAT16, CT_BFLOAT16};
+    enum { R = 9, C = 700, S = 3 };
+    float *f = malloc(sizeof(float) * R * C * S);
+    for (int64_t i = 0; i < R * C * S; i++) f[i] = (float)((i * 37) % 101 - 50);
+    for (int d = 0; d < 2; d++) {
+        ct_tensor *x = ct_slice(ct_to_dtype(ct_from_data(f, CT_SHAPE(R, C * S), CT_FLOAT32), dts[d]), 1, 0, C * S, S);
+        ct_tensor *m = ct_to_dtype(ct_amax(x, CT_DIMS(0), false), CT_FLOAT64);
+        ct_tensor *im = ct_argmax(x, true, 0, false);
+        CHECK(m && im);
+        if (!m || !im) continue;
+        const double *pm = ct_data_ptr(m);
+        const int64_t *pi = ct_data_ptr(im);
+        for (int64_t c = 0; c < C; c++) {
+            double best = -1e9;
+            int64_t at_r = 0;
+            for (int64_t r = 0; r < R; r++)
+                if (f[r * C * S + c * S] > best) best = f[r * C * S + c * S], at_r = r;
+            CHECK_NEAR(pm[c], best, 0);
+            CHECK_EQ_INT(pi[c], at_r);
+        }
+    }
+    free(f);
+}
+
 int main(void) {
     RUN(strided_sums_stay_in_bounds);
     RUN(block_rows_stay_in_bounds);
+    RUN(strided_16bit_maxima_stay_in_bounds);
     RUN(deterministic);
     RUN(max_dim_grad);
     RUN(sum_basic);

@@ -213,16 +213,23 @@ static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, in
         else                                                                             \
             for (int64_t i = 0; i < n; i++) o_[i] = (TO) * (const TI *)(src + i * stride); \
     } while (0)
-    if ((sd == CT_FLOAT16 || sd == CT_BFLOAT16) && cd == CT_FLOAT64) {
+    if ((sd == CT_FLOAT16 || sd == CT_BFLOAT16) && (cd == CT_FLOAT64 || stride != es)) {
         /* 256 at a time through float (var's means of 16-bit input: an element-wise
-           conversion call per element took 3x the rest of a var(0)) */
+           conversion call per element took 3x the rest of a var(0)); gbuf holds
+           n elements of cd, nothing more (outer_minmax's rows: 4 bytes each) */
         uint16_t h[256];
         float f[256];
         for (int64_t i0 = 0; i0 < n; i0 += 256) {
             int64_t m = n - i0 < 256 ? n - i0 : 256;
-            for (int64_t i = 0; i < m; i++) h[i] = *(const uint16_t *)(src + (i0 + i) * stride);
-            c10_half_to_float_n(f, h, sd == CT_BFLOAT16, m);
-            for (int64_t i = 0; i < m; i++) ((double *)gbuf)[i0 + i] = f[i];
+            const char *s0 = src + i0 * stride;
+            if (stride == 4) /* a ::2 slice: a constant stride vectorises */
+                for (int64_t i = 0; i < m; i++) h[i] = ((const uint16_t *)s0)[2 * i];
+            else
+                for (int64_t i = 0; i < m; i++) h[i] = *(const uint16_t *)(s0 + i * stride);
+            float *d = cd == CT_FLOAT32 ? (float *)gbuf + i0 : f;
+            c10_half_to_float_n(d, h, sd == CT_BFLOAT16, m);
+            if (cd == CT_FLOAT64)
+                for (int64_t i = 0; i < m; i++) ((double *)gbuf)[i0 + i] = f[i];
         }
     } else if (stride == es) {
         convert_run(gbuf, cd, src, sd, n);
@@ -231,10 +238,6 @@ static void *gather(char *gbuf, const char *src, int64_t stride, ct_dtype sd, in
         else STRIDED(uint64_t, gbuf, uint64_t);
     } else if (sd == CT_FLOAT32 && cd == CT_FLOAT64) { /* var's means: a call per element was 4x slower */
         STRIDED(double, gbuf, float);
-    } else if ((sd == CT_FLOAT16 || sd == CT_BFLOAT16) && cd == CT_FLOAT32) {
-        uint16_t *h = (uint16_t *)(gbuf + 4 * n); /* past the floats: gbuf holds 8 bytes per element */
-        STRIDED(uint16_t, h, uint16_t);
-        c10_half_to_float_n((float *)gbuf, h, sd == CT_BFLOAT16, n);
     } else if (cd == CT_INT64) {
         switch (sd) {
         case CT_BOOL:

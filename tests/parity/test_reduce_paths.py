@@ -101,6 +101,26 @@ def test_order_sensitive_reductions(dtype):
                         what=f"{name} amax(): ")
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=lambda d: str(d)[6:])
+@pytest.mark.parametrize("step", [2, 3, 5])
+def test_minmax_across_rows_of_a_strided_slice(dtype, step):
+    """amax / amin / argmax / logsumexp over dim 0 of x[:, ::step], as wide as
+    several blocks of the row gathers (16-bit rows widened through a staging
+    area that once overran its stack buffer from 342 columns on)"""
+    for cols in (341, 342, 343, 700, 1030):
+        x = rand((9, cols * step), dtype)[:, ::step]
+        x[4, cols // 2] = float("nan")
+        h = ct.from_torch(x)
+        da, nd = dims(0)
+        what = f"[9, {cols}] ::{step}: "
+        ct.assert_close(ct.check(lib.ct_amax(h, da, nd, False)), x.amax(0), what="amax " + what)
+        ct.assert_close(ct.check(lib.ct_amin(h, da, nd, False)), x.amin(0), what="amin " + what)
+        ct.assert_close(ct.check(lib.ct_argmax(h, True, 0, False)), x.argmax(0), what="argmax " + what)
+        rtol, atol = tol(dtype)
+        ct.assert_close(ct.check(lib.ct_logsumexp(h, da, nd, False)), x.float().logsumexp(0).to(dtype),
+                        rtol=rtol, atol=atol, what="logsumexp " + what)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=lambda d: str(d)[6:])
 def test_var_logsumexp_layouts(dtype):
     for name, x in layouts(dtype).items():
