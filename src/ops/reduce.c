@@ -349,8 +349,9 @@ static void finish(const RCtx *c, const RState *s, int64_t o, int ct) {
         else if (c->p != 1 && c->p != 0 && !isinf(c->p)) v = pow(v, 1.0 / c->p);
         break;
     case FIN_VAR:
-    case FIN_STD: /* the corrected two-pass sum: constant values give exactly 0 */
-        v -= s->d1 * (s->d1 / c->n);
+    case FIN_STD: /* the corrected two-pass sum: constant values give exactly 0;
+                   * squares past DBL_MAX give inf, as torch's Welford (not inf - inf) */
+        if (v < INFINITY) v -= s->d1 * (s->d1 / c->n);
         v = (v < 0 ? 0 : v) * c->scale;
         if (c->fin == FIN_STD) v = sqrt(v);
         break;

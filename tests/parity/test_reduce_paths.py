@@ -121,6 +121,19 @@ def test_minmax_across_rows_of_a_strided_slice(dtype, step):
                         rtol=rtol, atol=atol, what="logsumexp " + what)
 
 
+def test_var_past_dbl_max():
+    """float64 squared deviations past DBL_MAX: inf, as torch's Welford (the
+    two-pass correction made inf - inf: NaN); infinities and NaN still NaN"""
+    for v in ([1.7e308, 0.0, 0.0, 0.0], [1e200, -1e200, 3.0, 1e160], [1.7e308, -1.7e308], [1.0, 2.0, math.inf],
+              [1.0, math.nan], [-math.inf, 1.0]):
+        x = torch.tensor(v, dtype=torch.float64)
+        h = ct.from_torch(x)
+        da, nd = dims(0)
+        for name, want in (("var", x.var()), ("std", x.std())):
+            got = ct.to_torch(ct.check(getattr(lib, "ct_" + name)(h, da, nd, 1.0, False)))
+            assert torch.equal(got, want) or (got.isnan() and want.isnan()), f"{name}({v}): {got} != {want}"
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=lambda d: str(d)[6:])
 def test_var_logsumexp_layouts(dtype):
     for name, x in layouts(dtype).items():
