@@ -690,6 +690,31 @@ def test_add_sub_alpha():
     report(problems)
 
 
+def test_alpha_is_fused_and_in_the_dtype():
+    """torch's add / sub compute a + alpha * b with one rounding (fmadd) and take
+    alpha in the tensor's dtype (alpha.to<scalar_t>()): float32 / float64 bit for
+    bit in any layout, inf + an overflowing alpha * b stays inf; a 16-bit alpha
+    rounded (bfloat16 0.3 is 0.30078125)"""
+    g = gen(31)
+
+    def same(x, y):  # bit for bit, NaN where NaN
+        return bool(((x == y) | (x.isnan() & y.isnan())).all())
+    for dt in (torch.float32, torch.float64):
+        a, b = rand((40, 50), dt, g) * 100, rand((50, 40), dt, g).t() * 100
+        for alpha in (-2.5, 0.3, 1.7):
+            for x, y in ((a, b), (a.t(), b.t()), (a[:, ::2], b[:, ::2])):
+                got = ct.to_torch(ct.check(L.ct_add_alpha(c(x), c(y), alpha)))
+                assert same(got, torch.add(x, y, alpha=alpha)), f"add {dt} alpha {alpha}"
+                got = ct.to_torch(ct.check(L.ct_sub_alpha(c(x), c(y), alpha)))
+                assert same(got, torch.sub(x, y, alpha=alpha)), f"sub {dt} alpha {alpha}"
+    big = torch.tensor([math.inf, -math.inf, 1.0]), torch.tensor([3e38, -3e38, 3e38])
+    assert torch.equal(ct.to_torch(ct.check(L.ct_add_alpha(c(big[0]), c(big[1]), -2.5))),
+                       torch.add(*big, alpha=-2.5))
+    for dt in (torch.float16, torch.bfloat16):
+        got = ct.to_torch(ct.check(L.ct_add_alpha(c(torch.zeros(3, dtype=dt)), c(torch.ones(3, dtype=dt)), 0.3)))
+        assert torch.equal(got, torch.add(torch.zeros(3, dtype=dt), torch.ones(3, dtype=dt), alpha=0.3)), dt
+
+
 # ----------------------------------------------------------- division family
 def test_div_rounding_modes():
     problems = []

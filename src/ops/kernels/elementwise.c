@@ -696,6 +696,11 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
     b.nt = a->nt;
     b.dst = a->dst;
     memcpy(b.s, a->s, sizeof b.s);
+    if ((op == OP_add || op == OP_sub) && (common == CT_FLOAT16 || common == CT_BFLOAT16)) {
+        uint16_t h; /* torch's alpha.to<scalar_t>() */
+        c10_convert(&h, common, &b.s[0], CT_FLOAT64, 1);
+        c10_convert(&b.s[0], CT_FLOAT64, &h, common, 1);
+    }
     int nin = 2;
     /* torch's pow(Tensor, Scalar) computes x ** 0.5, x ** -0.5 and x ** -1 as
      * sqrt, rsqrt and reciprocal (so (-inf) ** 0.5 is NaN and (-0) ** -0.5 is
