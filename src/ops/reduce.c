@@ -1141,11 +1141,12 @@ int fwd_amax(int op, const OpArgs *a, TensorImpl **out) {
 int fwd_argmax(int op, const OpArgs *a, TensorImpl **out) {
     const TensorImpl *t = a->t[0];
     const char *name = op == OP_argmax ? "argmax" : "argmin";
-    bool mask[CT_MAX_DIMS] = {0}, keepdim = a->i[1] != 0;
+    bool mask[CT_MAX_DIMS] = {0}, keepdim = a->i[1] != 0, trivial = false;
     if (a->i[2]) {
         int d = wrap_dim(name, a->i[0], t->ndim);
         if (d < 0) return -1;
         if (t->ndim) mask[d] = true;
+        trivial = t->ndim && t->sizes[d] == 1; /* torch: zeros, whatever the dtype */
         if (check_nonempty(name, t, mask) < 0) return -1;
     } else {
         if (t->numel == 0)
@@ -1154,7 +1155,7 @@ int fwd_argmax(int op, const OpArgs *a, TensorImpl **out) {
     }
     TensorImpl *o = alloc_out(t, mask, keepdim, CT_INT64);
     if (!o) return -1;
-    if (t->dtype == CT_BOOL && o->numel) { /* an empty result is torch's, whatever the dtype */
+    if (t->dtype == CT_BOOL && o->numel && !trivial) { /* an empty result is torch's, whatever the dtype */
         c10_release(o);
         return c10_error_int("\"%s_cpu\" not implemented for 'Bool'", name);
     }
