@@ -928,6 +928,19 @@ static ct_dtype common_dtype(const ElementwiseSpec *spec, TensorImpl *const *in)
     return c10_is_float(f) && !c10_is_float(common) ? f : common;
 }
 
+int ew_check_written(const char *op, const TensorImpl *o, TensorImpl *const *in, int nin) {
+    if (c10_has_internal_overlap(o))
+        return c10_error_int("%s: unsupported operation: more than one element of the written-to tensor "
+                             "refers to a single memory location. Please clone() the tensor before "
+                             "performing the operation.", op);
+    for (int k = 0; k < nin; k++)
+        if (partial_overlap(o, in[k]))
+            return c10_error_int("%s: unsupported operation: some elements of the input tensor and the "
+                                 "written-to tensor refer to a single memory location. Please clone() the "
+                                 "tensor before performing the operation.", op);
+    return 0;
+}
+
 int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out, ew_kernel kernel,
            const double *s) {
     if (!*out && all_cpu_scalars(spec, in)) {
@@ -940,6 +953,7 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
     int64_t shape[CT_MAX_DIMS];
     int ndim = 0;
     if (*out) { /* in-place and out=: the inputs broadcast to the output's shape */
+        if (ew_check_written(spec->op, *out, in, spec->ninputs) < 0) return -1;
         ndim = (*out)->ndim;
         memcpy(shape, (*out)->sizes, sizeof(int64_t) * (size_t)ndim);
     }
@@ -963,15 +977,6 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
         if (!same)
             return c10_error_int("%s: output with shape %s doesn't match the broadcast shape %s", spec->op,
                                  c10_shape_str(o->sizes, o->ndim), c10_shape_str(shape, ndim));
-        if (c10_has_internal_overlap(o))
-            return c10_error_int("%s: unsupported operation: more than one element of the written-to tensor "
-                                 "refers to a single memory location. Please clone() the tensor before "
-                                 "performing the operation.", spec->op);
-        for (int k = 0; k < spec->ninputs; k++)
-            if (partial_overlap(o, in[k]))
-                return c10_error_int("%s: unsupported operation: some elements of the input tensor and the "
-                                     "written-to tensor refer to a single memory location. Please clone() the "
-                                     "tensor before performing the operation.", spec->op);
     } else {
         o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype,
                          ndim < 2 ? spec->in_dtype : common_dtype(spec, in), device);

@@ -109,6 +109,10 @@ typedef struct ElementwiseSpec {
  * internal overlap), then runs kernel over all elements (skipped on meta). */
 CT_INTERNAL int ew_run(const ElementwiseSpec *spec, TensorImpl *const *inputs, TensorImpl **out,
                        ew_kernel kernel, const double *s);
+/* The written-to tensor's first checks, TensorIterator's compute_mem_overlaps
+ * (before shapes and dtypes): no element written twice, no input partly over
+ * it. 0, or -1 with torch's message. */
+CT_INTERNAL int ew_check_written(const char *op, const TensorImpl *o, TensorImpl *const *in, int nin);
 /* the gradient of gelu (erf form), silu or softplus (s: beta, threshold) at
  * x, times g, in one pass (no history) */
 CT_INTERNAL TensorImpl *at_act_grad(int op, TensorImpl *g, TensorImpl *x, const double *s);

@@ -649,6 +649,17 @@ def test_inplace_errors():
     e = torch.ones(1, 3).expand(2, 3)
     err, _ = fails(lambda: e.add_(1))
     expect_error(L.ct_add_scalar_(c(e), 1.0), err, "add_(expanded)", problems, exact=True)
+    # the overlap comes first (TensorIterator's compute_mem_overlaps), before
+    # shapes, casts, dtype kernels and division by zero
+    ei = torch.zeros(1, 4, dtype=torch.int32).expand(3, 4)
+    for what, tf, cf in [
+            ("pow_(int expanded, 0.5)", lambda: ei.pow_(0.5), lambda: L.ct_pow_scalar_(c(ei), 0.5)),
+            ("add_(expanded, [4])", lambda: e.add_(torch.ones(4)), lambda: L.ct_add_(c(e), c(torch.ones(4)))),
+            ("sqrt_(int expanded)", lambda: ei.sqrt_(), lambda: L.ct_sqrt_(c(ei))),
+            ("remainder_(int expanded, 0)", lambda: ei.remainder_(0), lambda: L.ct_remainder_scalar_(c(ei), 0.0)),
+            ("bitwise_and_(float expanded)", lambda: e.bitwise_and_(e), lambda: L.ct_bitwise_and_(c(e), c(e)))]:
+        err, _ = fails(tf)
+        expect_error(cf(), err, what, problems, exact=True)
     report(problems)
 
 

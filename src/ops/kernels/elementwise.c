@@ -578,6 +578,7 @@ static int copy_through(const OpArgs *a, TensorImpl **out) {
 static ct_dtype kernel_dtype(int op, ct_dtype common) { return kernels[op][common] ? common : c10_opmath(common); }
 
 int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
+    if (a->dst && ew_check_written(op_info[op].name, a->dst, a->t, 1) < 0) return -1;
     ct_dtype dt = a->t[0]->dtype, result = dt, compute = kernel_dtype(op, dt), oc;
     const char *kname = float_only_kernel(op);
     if (kname && !c10_is_float(dt))
@@ -649,6 +650,7 @@ static const char *int_only_name(int op) {
 }
 
 int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
+    if (a->dst && ew_check_written(op_info[op].name, a->dst, a->t, 2) < 0) return -1;
     PromoteState st = {0};
     promote_add_tensor(&st, a->t[0]);
     promote_add_tensor(&st, a->t[1]);
