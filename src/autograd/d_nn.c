@@ -165,7 +165,7 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
     }
     case OP_binary_cross_entropy:
         if (which == 0) {
-            TensorImpl *den = F(ag_binary_scalar(OP_maximum, MUL(ADDS(NEG(x), 1), x), 1e-12));
+            TensorImpl *den = F(ag_binary_scalar(OP_maximum, MUL(ADDS(NEG(x), 1), x), (double)1e-12f)); /* torch's float EPSILON */
             d = DIV(SUB(x, y), den);
         } else {
             d = SUB(UN(log, ADDS(NEG(x), 1)), UN(log, x));
@@ -181,13 +181,11 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
                 d = SUB(s, y);
             }
         } else {
-            TensorImpl *nx = NEG(x);
-            if (pw) {
-                OpArgs sp = {.t = {nx}, .nt = 1, .s = {1, 20}};
-                TensorImpl *spl = F(ag_call1(OP_softplus, &sp));
-                d = ADD(nx, MUL(ADDS(pw, -1), spl));
+            if (pw) { /* torch's log_sigmoid(-x) - pw log_sigmoid(x) */
+                OpArgs sn = {.t = {NEG(x)}, .nt = 1, .s = {1, 20}}, sp = {.t = {x}, .nt = 1, .s = {1, 20}};
+                d = sn.t[0] ? SUB(MUL(pw, F(ag_call1(OP_softplus, &sn))), F(ag_call1(OP_softplus, &sp))) : NULL;
             } else {
-                d = nx;
+                d = NEG(x);
             }
         }
         break;

@@ -334,12 +334,12 @@ int d_cumprod(BackwardCtx *c, TensorImpl **gi) {
     int dim = (int)c->args->i[0];
     if (m->ndim) dim = dim < 0 ? dim + m->ndim : dim;
     else dim = 0;
+    if (m->ndim == 0 || m->sizes[dim] == 1) RET(G); /* torch: the identity there, inf or NaN included */
     if (!has_zero(SELF)) {
         OpArgs a = {.t = {MUL(G, RESULT)}, .nt = 1, .i = {dim, 1, 1}, .ni = 3};
         if (!a.t[0]) return -1;
         RET(DIV(F(ag_call1(OP_cumsum, &a)), SELF));
     }
-    if (m->ndim == 0) RET(G);
     RET(ag_grad_enabled() ? cumprod_grad_naive(SELF, G, dim) : cumprod_grad_zeros(SELF, G, dim));
 }
 

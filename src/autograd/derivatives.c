@@ -15,6 +15,15 @@ static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) {
     OpArgs w = {.t = {cond, a, zero}, .nt = 3};
     return zero ? F(ag_call1(OP_where, &w)) : NULL;
 }
+#define MASKED(a, cond) masked(a, cond)
+/* torch's elu_backward of the input: g alpha e^x where x <= 0, else g (+inf
+ * and NaN too) */
+static TensorImpl *elu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x, double alpha) {
+    (void)c;
+    TensorImpl *neg = BINS(le, x, 0);
+    return ADD(masked(MUL(g, MULS(EXP(x), alpha)), neg), masked(g, UN(logical_not, neg)));
+}
+#define ELU_BWD(g, x, a) elu_bwd(c, g, x, a)
 /* relu's gradient: g where r > 0 (or r is NaN), else 0 (even where g is NaN) */
 #define THRESHOLD_BWD(g, r) BIN(threshold_backward, g, r)
 

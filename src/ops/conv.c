@@ -150,12 +150,19 @@ static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w
                              op, (long long)in[1], (long long)ker[1]);
     }
     if (!at_same_device(op, x, w) || (b && !at_same_device(op, x, b))) return -1;
-    if (x->dtype != w->dtype)
+    /* torch's backend selection: inputs of no elements only with a zero batch or
+     * channel count (after the bias's type, before the weight's) */
+    bool empty_plane = xs[0] && xs[1] && g->H * g->W == 0;
+    if (x->dtype != w->dtype && !empty_plane)
         return c10_error_int("%s: expected scalar type %s but found %s", op, c10_dtype_cname(x->dtype),
                              c10_dtype_cname(w->dtype));
     if (b && b->dtype != x->dtype)
         return c10_error_int("%s: Input type (%s) and bias type (%s) should be the same", op, c10_dtype_cpp_name(x->dtype),
                              c10_dtype_cpp_name(b->dtype));
+    if (empty_plane) /* conv1d as torch's conv2d: [N, C, 1, L] */
+        return c10_error_int("%s: Only zero batch or zero channel inputs are supported, but got input shape: [%lld, "
+                             "%lld, %lld, %lld]", op, (long long)xs[0], (long long)xs[1], (long long)g->H,
+                             (long long)g->W);
     if (x->dtype == CT_BOOL) return c10_error_int("%s: \"slow_conv2d_cpu\" not implemented for 'Bool'", op);
     if (g->kh <= 0 || g->kw <= 0)
         return c10_error_int("%s: kernel size should be greater than zero, but got kernel_height: %lld kernel_width: "
@@ -1308,22 +1315,21 @@ static int check_idx(const char *op, const TensorImpl *g, const TensorImpl *idx)
 }
 
 typedef struct {
-    const char *name;
     int64_t planes, hw, HW; /* planes of hw grads and indices, of HW inputs */
 } ScatterCall;
 
-/* out[plane, idx[plane, k]] += grad[plane, k] */
+/* out[plane, idx[plane, k]] += grad[plane, k]. An index outside the plane is
+ * a window wholly in the padding (dilated, ceil_mode): its -inf took no input,
+ * and its gradient goes nowhere (torch 1.13 writes it out of bounds). */
 #define SCATTER(SUF, T)                                                                                   \
     static int scatter_##SUF(const T *gv, const int64_t *ix, T *ov, const ScatterCall *c) {               \
-        int bad = 0;                                                                                       \
-        OMP(omp parallel for schedule(static) reduction(| : bad) if (c->planes * c->hw > 32768))          \
+        OMP(omp parallel for schedule(static) if (c->planes * c->hw > 32768))                              \
         for (int64_t pl = 0; pl < c->planes; pl++)                                                         \
             for (int64_t k = 0; k < c->hw; k++) {                                                          \
                 int64_t j = ix[pl * c->hw + k];                                                            \
-                if (j < 0 || j >= c->HW) bad = 1;                                                          \
-                else ov[pl * c->HW + j] += gv[pl * c->hw + k];                                             \
+                if (j >= 0 && j < c->HW) ov[pl * c->HW + j] += gv[pl * c->hw + k];                         \
             }                                                                                              \
-        return bad ? c10_error_int("%s: index out of range", c->name) : 0;                                 \
+        return 0;                                                                                          \
     }
 SCATTER(f32, float)
 SCATTER(f64, double)
@@ -1345,7 +1351,7 @@ int fwd_max_pool2d_backward(int op, const OpArgs *a, TensorImpl **out) {
     if (!c10_is_float(g->dtype)) return c10_error_int("%s: unsupported dtype", name);
     TensorImpl *o = c10_full(a->i + 1, nd, 0, g->dtype, g->device);
     if (!o || g->numel == 0) return (out[0] = o) ? 1 : -1;
-    ScatterCall c = {name, g->numel / (g->sizes[nd - 2] * g->sizes[nd - 1]), g->sizes[nd - 2] * g->sizes[nd - 1],
+    ScatterCall c = {g->numel / (g->sizes[nd - 2] * g->sizes[nd - 1]), g->sizes[nd - 2] * g->sizes[nd - 1],
                      o->sizes[nd - 2] * o->sizes[nd - 1]};
     const TensorImpl *ts[2] = {g, idx};
     return (out[0] = run_compute(o, c10_opmath(g->dtype), ts, 2, 2, true, scatter_compute, &c)) ? 1 : -1;
@@ -1377,16 +1383,14 @@ int fwd_max_pool2d_gather(int op, const OpArgs *a, TensorImpl **out) {
     int64_t es = (int64_t)c10_elsize[src->dtype];
     const char *sv = c10_data(sc);
     char *ov = c10_data(o);
-    int bad = 0;
     for (int64_t pl = 0; pl < planes; pl++)
-        for (int64_t k = 0; k < hw; k++) {
+        for (int64_t k = 0; k < hw; k++) { /* outside the plane: a window in the padding, 0 */
             int64_t j = ix[pl * hw + k];
-            if (j < 0 || j >= HW) bad = 1;
-            else memcpy(ov + (pl * hw + k) * es, sv + (pl * HW + j) * es, (size_t)es);
+            if (j >= 0 && j < HW) memcpy(ov + (pl * hw + k) * es, sv + (pl * HW + j) * es, (size_t)es);
+            else memset(ov + (pl * hw + k) * es, 0, (size_t)es);
         }
     c10_release(sc);
     c10_release(ic);
-    if (bad) return c10_error_int("%s: index out of range", name);
     return 1;
 }
 

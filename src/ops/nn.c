@@ -665,11 +665,13 @@ LOSS_KERNELS(l1_gx, ((x > y) - (x < y)) * sc)
 /* torch's order: -1 at or below -beta, 1 at or above beta, (x - y) / beta between
  * (so beta 0 gives -1 where x == y, and NaN stays NaN) */
 LOSS_KERNELS(sl1_gx, (x - y <= -beta ? (T)-1 : x - y >= beta ? (T)1 : (x - y) / beta) * sc)
-LOSS_KERNELS(bce_gx, (x - y) / ((1 - x) * x > (T)1e-12 ? (1 - x) * x : (T)1e-12) * sc)
+/* torch's EPSILON is a float: 1e-12f, in double too */
+LOSS_KERNELS(bce_gx, (x - y) / ((1 - x) * x > (T)1e-12f ? (1 - x) * x : (T)1e-12f) * sc)
 LOSS_KERNELS(bcel_gx, ((pw * y + 1 - y) / (1 + exp(-x)) - pw * y) * sc)
 /* gradients wrt the target */
 LOSS_KERNELS(bce_gy, (log(1 - x) - log(x)) * sc)
-LOSS_KERNELS(bcel_gy, (-x + (pw - 1) * SPLUS_NEG(x)) * sc)
+/* torch's: -x, or with pos_weight log_sigmoid(-x) - pw log_sigmoid(x) (x = -inf: inf) */
+LOSS_KERNELS(bcel_gy, (pp ? pw * SPLUS_NEG(x) - SPLUS_NEG(-x) : -x) * sc)
 
 typedef struct {
     int op;
@@ -1329,7 +1331,10 @@ fail:
             for (int64_t n = 0; n < N; n++) {                                                              \
                 const T *restrict p = x + (n * C + c) * inner, *restrict q = g + (n * C + c) * inner;    \
                 T *restrict o = gx + (n * C + c) * inner;                                                  \
-                for (int64_t i = 0; i < inner; i++) o[i] = sc * (q[i] - k1 - (p[i] - mu) * k2);            \
+                if (!training) /* g w rstd: no x in it (NaN / inf x too) */                                 \
+                    for (int64_t i = 0; i < inner; i++) o[i] = sc * q[i];                                   \
+                else                                                                                       \
+                    for (int64_t i = 0; i < inner; i++) o[i] = sc * (q[i] - k1 - (p[i] - mu) * k2);        \
             }                                                                                              \
         }                                                                                                  \
     }

@@ -253,6 +253,10 @@ def test_conv_errors():
         ((1, 3, 5, 5), (0, 3, 3, 3), None, 1, 0, 1, 1, F32),
         ((1, 3, 5, 5), (4, 3, 0, 3), None, 1, 0, 1, 1, F32),
         ((1, 3, 5, 5), (4, 3, 3, 3), None, 1, 0, 1, 1, torch.bool),
+        # an empty plane (not batch nor channels): torch's backend selection refuses it
+        ((1, 2, 0, 3), (4, 2, 1, 1), (4,), 1, 1, 1, 1, F32),
+        ((2, 0, 3), (4, 2, 1, 1), None, 2, 1, 1, 1, F32),
+        ((1, 2, 0, 3), (2, 1, 1, 1), None, 1, 1, 1, 2, F32),
     ]
     for xs, ws, bs, s, p, d, g, dt in cases:
         x, w = z(*xs, dtype=dt), z(*ws, dtype=dt)
@@ -262,10 +266,14 @@ def test_conv_errors():
     err(lambda: ct_conv2d(h(x), h(w), None), lambda: Fn.conv2d(x, w), "conv2d dtype")
     w, b = z(4, 3, 3, 3), z(4, dtype=D)
     err(lambda: ct_conv2d(h(x), h(w), h(b)), lambda: Fn.conv2d(x, w, b), "conv2d bias dtype")
+    x, w = z(1, 2, 0, 3), z(4, 2, 1, 1, dtype=D)  # the empty plane before the weight's dtype
+    err(lambda: ct_conv2d(h(x), h(w), None, 1, 1), lambda: Fn.conv2d(x, w, None, 1, 1), "conv2d empty plane dtype")
     for xs, ws in [((1, 3, 5), (4, 3, 3, 3)), ((1, 1, 3, 5), (4, 3, 3)), ((1, 2, 5), (4, 3, 3)), ((1, 3, 2), (4, 3, 3)),
                    ((3, 2), (4, 3, 3))]:
         x, w = z(*xs), z(*ws)
         err(lambda: ct_conv1d(h(x), h(w), None), lambda: Fn.conv1d(x, w), f"conv1d {xs} {ws}")
+    x, w = z(2, 0), z(4, 2, 1)
+    err(lambda: ct_conv1d(h(x), h(w), None, 1, 1), lambda: Fn.conv1d(x, w, None, 1, 1), "conv1d empty plane")
 
 
 def test_pool_errors():
@@ -393,6 +401,27 @@ def test_pool_grads():
     for xs, o in [((2, 3, 7, 6), (3, 2)), ((3, 5, 7), (4, 3)), ((1, 2, 3, 3), (5, 4)), ((2, 3, 5, 6), (1, 1))]:
         x = rand(xs, D)
         check_grads(lambda x: ct_aap(x, o), lambda x: Fn.adaptive_avg_pool2d(x, o), [x], f"adaptive {xs} {o}")
+
+
+@GRAD
+def test_max_pool2d_windows_in_the_padding():
+    """dilated / ceil_mode windows lying wholly in the padding: -inf, an index
+    outside the plane (torch's), and no gradient from them (torch 1.13 writes
+    it out of bounds, into the next plane); double backward too"""
+    for xs, k, s, p, d in [((1, 2, 1, 6), 2, 2, (1, 0), (2, 3)), ((2, 1, 3, 3), 2, 3, 1, 2)]:
+        x = rand(xs, D)
+        hx = leaf(x)
+        y, i = Fn.max_pool2d(x, k, s, p, d, True, return_indices=True)
+        hy = ct.check(ct_max(hx, k, s, p, d, True))
+        ct.assert_close(hy, y, what=f"max_pool2d {xs}: ")
+        g = torch.ones_like(y)
+        want = torch.zeros_like(x)  # each window's gradient at its max, if it took an element
+        flat, n = want.view(-1, xs[-2] * xs[-1]), xs[-2] * xs[-1]
+        for pl, row in enumerate(i.view(flat.shape[0], -1)):
+            for j in row:
+                if 0 <= j < n:
+                    flat[pl, j] += 1
+        ct.assert_close(grads_of(hy, hx, g), want, what=f"max_pool2d {xs} grad: ")
 
 
 @GRAD

@@ -936,3 +936,53 @@ def test_softmax_first_order_grad(dtype, log):
                     at = tol if dtype == F64 else tol + 2.4e-7 * shape[dim] * float(g.abs().max())
                     ct.assert_close(res[0], want, rtol=tol, atol=at,
                                     what=f"{'log_' if log else ''}softmax {shape} dim {dim} {kind} cg={cg}: ")
+
+
+def test_gradients_at_nonfinite_inputs():
+    """torch's backward formulas where inputs are inf or NaN (or clamped):
+    eval batch_norm's g w rstd (no x in it), elu's g at +inf and NaN (x <= 0
+    false), hardtanh's g at NaN (out of range only where x <= min or >= max),
+    cumprod along a dim of size 1 (the identity), the target's gradient of
+    binary_cross_entropy_with_logits at -inf / inf (with pos_weight too), and
+    binary_cross_entropy's float EPSILON in its clamped region; first order
+    (fused kernels) and create_graph, against torch"""
+    D, inf, nan = torch.float64, math.inf, math.nan
+    ct.declare("ct_cumprod", T, [CT, c_int])
+
+    def check(name, ct_fn, torch_fn, xs, needs=None):
+        needs = needs or [True] * len(xs)
+        ts = [x.clone().requires_grad_(n) for x, n in zip(xs, needs)]
+        y = torch_fn(*ts)
+        g = torch.ones_like(y)
+        want = torch.autograd.grad(y, [t for t in ts if t.requires_grad], g)
+        hs = [leaf(x, n) for x, n in zip(xs, needs)]
+        for cg in (False, True):
+            got = ct.grads_of(ct.check(ct_fn(*hs)), [hh for hh, n in zip(hs, needs) if n], g, create_graph=cg)
+            for k, (a, b) in enumerate(zip(got, want)):
+                a = ct.to_torch(a)  # the same NaNs and infinities, finite values within 1e-12
+                ok = torch.isclose(a, b, rtol=1e-12, atol=0, equal_nan=True) | (a == b)
+                assert ok.all(), f"{name} input {k} create_graph={cg}: {a} != {b}"
+
+    rm, rv = torch.tensor([0.5, -1.0], dtype=D), torch.tensor([2.0, 0.25], dtype=D)
+    x = torch.tensor([[nan, 1.0], [2.0, -inf], [inf, 3.0]], dtype=D)
+    check("batch_norm eval", lambda a, w: lib.ct_batch_norm(a, ct.check(lib.ct_clone(ct.from_torch(rm))),
+                                                            ct.check(lib.ct_clone(ct.from_torch(rv))), w, None, False,
+                                                            0.1, 1e-5),
+          lambda a, w: Fn.batch_norm(a, rm, rv, w, training=False), [x, torch.tensor([1.5, -2.0], dtype=D)])
+    v = torch.tensor([inf, nan, 1.0, -1.0, -inf, 0.0], dtype=D)
+    check("elu", lambda a: lib.ct_elu(a, 0.7), lambda a: Fn.elu(a, 0.7), [v])
+    check("hardtanh", lambda a: lib.ct_hardtanh(a, -1.0, 1.0), Fn.hardtanh,
+          [torch.tensor([nan, 0.5, -1.0, 1.0, 3.0, -inf], dtype=D)])
+    for shape, dim in (((1, 3), 0), ((2, 1), 1), ((1,), 0)):
+        c = torch.tensor([inf, nan, 2.0], dtype=D)[:math.prod(shape)].reshape(shape)
+        check(f"cumprod{shape}", lambda a, d=dim: lib.ct_cumprod(a, d), lambda a, d=dim: a.cumprod(d), [c])
+    xl, t = torch.tensor([-inf, inf, 0.5, -30.0], dtype=D), torch.tensor([0.3, 0.3, 0.9, 0.2], dtype=D)
+    pw = torch.tensor([2.0, 0.5, 1.0, 3.0], dtype=D)
+    check("bce_with_logits", lambda a, b: lib.ct_binary_cross_entropy_with_logits(a, b, None, None, 2),
+          lambda a, b: Fn.binary_cross_entropy_with_logits(a, b, reduction="sum"), [xl, t])
+    check("bce_with_logits pos_weight",
+          lambda a, b: lib.ct_binary_cross_entropy_with_logits(a, b, None, ct.from_torch(pw), 2),
+          lambda a, b: Fn.binary_cross_entropy_with_logits(a, b, pos_weight=pw, reduction="sum"), [xl, t])
+    xb, tb = torch.tensor([0.0, 1.0, 1e-13, 0.5], dtype=D), torch.tensor([0.5, 0.25, 0.0, 0.5], dtype=D)
+    check("binary_cross_entropy clamp", lambda a, b: lib.ct_binary_cross_entropy(a, b, None, 2),
+          lambda a, b: Fn.binary_cross_entropy(a, b, reduction="sum"), [xb, tb], [True, False])
