@@ -128,6 +128,10 @@ CT_INTERNAL const char *c10_dtype_cname(ct_dtype d);
 /* The C++ type name some torch messages use (caffe2::TypeMeta): "long int", "c10::Half". */
 CT_INTERNAL const char *c10_dtype_cpp_name(ct_dtype d);
 CT_INTERNAL ct_dtype c10_promote(ct_dtype a, ct_dtype b);
+/* A scalar argument v (already checked to fit, c10_check_value_fits) as the
+ * kernel type T: integers through int64, wrapping as torch's (-1 as uint8 is
+ * 255), where a direct conversion of a negative double is undefined. */
+#define C10_SCALAR_AS(T, v) ((T)0.5 != 0 ? (T)(v) : (T)(int64_t)(v))
 /* The compute ("opmath") dtype: float32 for float16/bfloat16, else itself. */
 static inline ct_dtype c10_opmath(ct_dtype d) {
     return (d == CT_FLOAT16 || d == CT_BFLOAT16) ? CT_FLOAT32 : d;

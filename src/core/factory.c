@@ -145,6 +145,11 @@ static double as_dtype(double v, ct_dtype d) {
     return c10_load_double(buf, d);
 }
 
+/* (int64_t)v, saturating (a 16-bit dtype rounds large ends to inf) */
+static int64_t sat_i64(double v) {
+    return v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : v == v ? (int64_t)v : 0;
+}
+
 ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim, ct_dtype dtype) {
     if (low >= high)
         return c10_error("random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
@@ -154,8 +159,8 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
         int64_t from = low, to = high;
         double f = as_dtype((double)low, dtype), t1 = as_dtype((double)(high - 1), dtype);
         bool wide = dtype == CT_FLOAT64;
-        if ((int64_t)f < low) from = (int64_t)(wide ? nextafter(f, INFINITY) : (double)nextafterf((float)f, INFINITY));
-        if ((int64_t)t1 >= high) to = (int64_t)(wide ? nextafter(t1, -INFINITY) : (double)nextafterf((float)t1, -INFINITY));
+        if (sat_i64(f) < low) from = sat_i64(wide ? nextafter(f, INFINITY) : (double)nextafterf((float)f, INFINITY));
+        if (sat_i64(t1) >= high) to = sat_i64(wide ? nextafter(t1, -INFINITY) : (double)nextafterf((float)t1, -INFINITY));
         if (from >= to)
             return c10_error("random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got "
                              "from=%lld >= to=%lld", (long long)from, (long long)to);

@@ -1993,7 +1993,7 @@ static const KernelTable k_where = KT_ALL(k_where);
     static void k_mfill_##S(int64_t n, char **p, const double *s) {              \
         T *restrict o = (T *)p[0];                                               \
         const T *restrict x = (const T *)p[1], *restrict m = (const T *)p[2];    \
-        T v = (T)s[0];                                                           \
+        T v = C10_SCALAR_AS(T, s[0]);                                            \
         for (int64_t i = 0; i < n; i++) o[i] = m[i] ? v : x[i];                  \
     }
 EW_DTYPES(MFILL_K)
@@ -2005,7 +2005,7 @@ static const KernelTable k_mfill = KT_ALL(k_mfill);
         T *restrict o = (T *)p[0];                                               \
         const T *restrict x = (const T *)p[1];                                   \
         bool hl = s[0] == s[0], hh = s[1] == s[1];                               \
-        T lo = hl ? (T)s[0] : 0, hi = hh ? (T)s[1] : 0;                          \
+        T lo = hl ? C10_SCALAR_AS(T, s[0]) : 0, hi = hh ? C10_SCALAR_AS(T, s[1]) : 0; \
         if (hl && hh)                                                            \
             for (int64_t i = 0; i < n; i++) {                                    \
                 T v = x[i];                                                      \
@@ -2080,7 +2080,7 @@ static const KernelTable k_lerps = KT_FLOAT(k_lerps);
     static void k_addcmul_##S(int64_t n, char **p, const double *s) {            \
         T *restrict o = (T *)p[0];                                               \
         const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict c = (const T *)p[3]; \
-        T v = (T)s[0];                                                           \
+        T v = C10_SCALAR_AS(T, s[0]);                                            \
         for (int64_t i = 0; i < n; i++) o[i] = (T)(a[i] + v * b[i] * c[i]);      \
     }
 EW_DTYPES(ADDC_K)

@@ -48,7 +48,7 @@ static inline int64_t fault(int kind) {
 #define gelu_erf(x) _Generic((x), float: vm_erff_fast, default: vm_erf_d)(x)
 #define gelu_(x) ((T)0.5 * (x) * (1 + gelu_erf((x) * (T)M_SQRT1_2)))
 /* min(max(x, lo), hi), torch's clamp order (lo > hi gives hi); NaN stays NaN */
-#define HARDTANH_(x) (((x) < (T)s[0] ? (T)s[0] : (x)) > (T)s[1] ? (T)s[1] : ((x) < (T)s[0] ? (T)s[0] : (x)))
+#define HARDTANH_(x) (((x) < C10_SCALAR_AS(T, s[0]) ? C10_SCALAR_AS(T, s[0]) : (x)) > C10_SCALAR_AS(T, s[1]) ? C10_SCALAR_AS(T, s[1]) : ((x) < C10_SCALAR_AS(T, s[0]) ? C10_SCALAR_AS(T, s[0]) : (x)))
 #define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * ((x) + (T)0.044715 * (x) * (x) * (x)))))
 #define softplus_(x, beta, th) ((x) * (beta) > (th) ? (x) : _Generic((x), float: vm_log1p_expf, default: vm_log1p_exp_d)((x) * (beta)) / (beta))
 #define nan_to_num_(x, nan, pinf, ninf) ((x) != (x) ? (nan) : (x) == (T)INFINITY ? (pinf) : (x) == -(T)INFINITY ? (ninf) : (x))
