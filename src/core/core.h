@@ -142,6 +142,12 @@ CT_INTERNAL void c10_convert(void *dst, ct_dtype d, const void *src, ct_dtype s,
 /* One element <-> double. */
 CT_INTERNAL double c10_load_double(const void *p, ct_dtype d);
 CT_INTERNAL void c10_store_double(void *p, ct_dtype d, double v);
+/* v as dtype d holds it (float types round, as a C++ Scalar's to<T>()) */
+static inline double c10_as_dtype(double v, ct_dtype d) {
+    char buf[8];
+    c10_store_double(buf, d, v);
+    return c10_load_double(buf, d);
+}
 /* float16 -> float, exact (a NaN keeps its payload; F16C quiets a signalling
  * one). Inline: out of line, it cost a call an element (float16 sums of [4096,
  * 4096] ran at 2% of the triad where there is no AVX-512). c10_h2f: F16C's

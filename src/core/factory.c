@@ -138,13 +138,6 @@ ct_tensor *ct_randn(const int64_t *shape, int ndim, ct_dtype dtype) {
     return h;
 }
 
-/* v as dtype d holds it (float types round) */
-static double as_dtype(double v, ct_dtype d) {
-    char buf[8];
-    c10_store_double(buf, d, v);
-    return c10_load_double(buf, d);
-}
-
 /* (int64_t)v, saturating (a 16-bit dtype rounds large ends to inf) */
 static int64_t sat_i64(double v) {
     return v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN : v == v ? (int64_t)v : 0;
@@ -157,7 +150,7 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
     if (c10_dtype_valid((int)dtype) && c10_is_float(dtype)) {
         /* torch's update_from / update_to: the range's ends moved inside what the dtype holds */
         int64_t from = low, to = high;
-        double f = as_dtype((double)low, dtype), t1 = as_dtype((double)(high - 1), dtype);
+        double f = c10_as_dtype((double)low, dtype), t1 = c10_as_dtype((double)(high - 1), dtype);
         bool wide = dtype == CT_FLOAT64;
         if (sat_i64(f) < low) from = sat_i64(wide ? nextafter(f, INFINITY) : (double)nextafterf((float)f, INFINITY));
         if (sat_i64(t1) >= high) to = sat_i64(wide ? nextafter(t1, -INFINITY) : (double)nextafterf((float)t1, -INFINITY));

@@ -48,7 +48,9 @@ static inline int64_t fault(int kind) {
 #define gelu_erf(x) _Generic((x), float: vm_erff_fast, default: vm_erf_d)(x)
 #define gelu_(x) ((T)0.5 * (x) * (1 + gelu_erf((x) * (T)M_SQRT1_2)))
 /* min(max(x, lo), hi), torch's clamp order (lo > hi gives hi); NaN stays NaN */
-#define HARDTANH_(x) (((x) < C10_SCALAR_AS(T, s[0]) ? C10_SCALAR_AS(T, s[0]) : (x)) > C10_SCALAR_AS(T, s[1]) ? C10_SCALAR_AS(T, s[1]) : ((x) < C10_SCALAR_AS(T, s[0]) ? C10_SCALAR_AS(T, s[0]) : (x)))
+#define HT_LO C10_SCALAR_AS(T, s[0])
+#define HT_HI C10_SCALAR_AS(T, s[1])
+#define HARDTANH_(x) (((x) < HT_LO ? HT_LO : (x)) > HT_HI ? HT_HI : ((x) < HT_LO ? HT_LO : (x)))
 #define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * ((x) + (T)0.044715 * (x) * (x) * (x)))))
 #define softplus_(x, beta, th) ((x) * (beta) > (th) ? (x) : _Generic((x), float: vm_log1p_expf, default: vm_log1p_exp_d)((x) * (beta)) / (beta))
 #define nan_to_num_(x, nan, pinf, ninf) ((x) != (x) ? (nan) : (x) == (T)INFINITY ? (pinf) : (x) == -(T)INFINITY ? (ninf) : (x))
@@ -698,11 +700,8 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
     b.nt = a->nt;
     b.dst = a->dst;
     memcpy(b.s, a->s, sizeof b.s);
-    if ((op == OP_add || op == OP_sub) && (common == CT_FLOAT16 || common == CT_BFLOAT16)) {
-        uint16_t h; /* torch's alpha.to<scalar_t>() */
-        c10_convert(&h, common, &b.s[0], CT_FLOAT64, 1);
-        c10_convert(&b.s[0], CT_FLOAT64, &h, common, 1);
-    }
+    if ((op == OP_add || op == OP_sub) && (common == CT_FLOAT16 || common == CT_BFLOAT16))
+        b.s[0] = c10_as_dtype(b.s[0], common); /* torch's alpha.to<scalar_t>() */
     int nin = 2;
     /* torch's pow(Tensor, Scalar) computes x ** 0.5, x ** -0.5 and x ** -1 as
      * sqrt, rsqrt and reciprocal (so (-inf) ** 0.5 is NaN and (-0) ** -0.5 is
