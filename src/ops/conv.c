@@ -802,6 +802,86 @@ OMP(omp for schedule(static))
 DEPTHWISE(f32, float, )
 DEPTHWISE(f64, double, COLD_CODE) /* float64: for gradcheck more than for speed */
 
+#if defined(__AVX512F__)
+/* dw_taps' forward and input gradient in float32 with AVX-512, when a row of
+ * taps spans 17 values at most ((kw - 1) dw <= 16): per kernel row, the
+ * block's sources are loaded as aligned vectors (xp and yp 64-byte aligned)
+ * and each tap's shifted ones taken out of pairs of them by a permute.
+ * dw_taps' loads at the taps' offsets were nearly all split across two
+ * lines, and bound the loop (a [32,32,28,28] 3x3 forward: 0.42 -> 0.33 ms
+ * with the masked row copies below). Each output sums the same products in
+ * the same order as dw_taps', fused (one rounding each). */
+#define DW_SPAN 16
+static bool dw_fast(const ConvGeo *g) { return (g->kw - 1) * g->dw <= DW_SPAN; }
+static void dw_taps_fast(int kind, float *restrict xp, float *restrict yp, const float *w, const ConvGeo *g) {
+    int64_t Wp = g->W + 2 * g->pw, span = (g->kw - 1) * g->dw;
+    float *d = kind ? xp : yp;
+    const float *src = kind ? yp : xp;
+    int64_t cnt = kind ? (g->H + 2 * g->ph) * Wp : g->Ho * Wp, sg = kind ? -1 : 1;
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    for (int64_t m = 0; m < cnt; m += DW_PAD) {
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        if (kind)
+            a0 = _mm512_loadu_ps(d + m), a1 = _mm512_loadu_ps(d + m + 16), a2 = _mm512_loadu_ps(d + m + 32),
+            a3 = _mm512_loadu_ps(d + m + 48);
+        for (int64_t i = 0; i < g->kh; i++) {
+            int64_t b = m + sg * i * g->dh * Wp, lo = (kind ? b - span : b) & ~(int64_t)15;
+            const float *a = src + lo;
+            /* the aligned vectors the row's taps reach (named: an array went through the stack) */
+            __m512 v0 = _mm512_load_ps(a), v1 = _mm512_load_ps(a + 16), v2 = _mm512_load_ps(a + 32);
+            __m512 v3 = _mm512_load_ps(a + 48), v4 = _mm512_load_ps(a + 64), v5 = _mm512_load_ps(a + 80);
+            for (int64_t j = 0; j < g->kw; j++) {
+                int64_t s = b + sg * j * g->dw - lo; /* 0 .. 31 */
+                __m512i ix = _mm512_add_epi32(iota, _mm512_set1_epi32((int)(s & 15)));
+                __m512 wt = _mm512_set1_ps(w[i * g->kw + j]);
+                bool hi = s >= 16;
+                __m512 p0 = hi ? v1 : v0, p1 = hi ? v2 : v1, p2 = hi ? v3 : v2, p3 = hi ? v4 : v3, p4 = hi ? v5 : v4;
+                a0 = _mm512_fmadd_ps(wt, _mm512_permutex2var_ps(p0, ix, p1), a0);
+                a1 = _mm512_fmadd_ps(wt, _mm512_permutex2var_ps(p1, ix, p2), a1);
+                a2 = _mm512_fmadd_ps(wt, _mm512_permutex2var_ps(p2, ix, p3), a2);
+                a3 = _mm512_fmadd_ps(wt, _mm512_permutex2var_ps(p3, ix, p4), a3);
+            }
+        }
+        _mm512_storeu_ps(d + m, a0), _mm512_storeu_ps(d + m + 16, a1);
+        _mm512_storeu_ps(d + m + 32, a2), _mm512_storeu_ps(d + m + 48, a3);
+    }
+}
+/* The weight gradient the same way: acc[tap] += the sum of yp[m] xp[m +
+ * base] over the n = Ho Wp positions, in two vectors of partial sums a tap
+ * (the lanes past n: yp's zeros), kernel row by kernel row */
+static void dw_wgrad_fast(const float *restrict xp, const float *restrict yp, float *acc, const ConvGeo *g) {
+    int64_t Wp = g->W + 2 * g->pw, n = g->Ho * Wp;
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512 p[2 * (DW_SPAN + 1)];
+    for (int64_t i = 0; i < g->kh; i++) {
+        for (int64_t j = 0; j < 2 * g->kw; j++) p[j] = _mm512_setzero_ps();
+        for (int64_t m = 0; m < n; m += DW_PAD) {
+            int64_t b = m + i * g->dh * Wp, lo = b & ~(int64_t)15;
+            const float *a = xp + lo;
+            __m512 y0 = _mm512_load_ps(yp + m), y1 = _mm512_load_ps(yp + m + 16), y2 = _mm512_load_ps(yp + m + 32);
+            __m512 y3 = _mm512_load_ps(yp + m + 48);
+            __m512 v0 = _mm512_load_ps(a), v1 = _mm512_load_ps(a + 16), v2 = _mm512_load_ps(a + 32);
+            __m512 v3 = _mm512_load_ps(a + 48), v4 = _mm512_load_ps(a + 64), v5 = _mm512_load_ps(a + 80);
+            for (int64_t j = 0; j < g->kw; j++) {
+                int64_t s = b + j * g->dw - lo;
+                __m512i ix = _mm512_add_epi32(iota, _mm512_set1_epi32((int)(s & 15)));
+                bool hi = s >= 16;
+                __m512 p0 = hi ? v1 : v0, p1 = hi ? v2 : v1, p2 = hi ? v3 : v2, p3 = hi ? v4 : v3, p4 = hi ? v5 : v4;
+                p[2 * j] = _mm512_fmadd_ps(y0, _mm512_permutex2var_ps(p0, ix, p1), p[2 * j]);
+                p[2 * j + 1] = _mm512_fmadd_ps(y1, _mm512_permutex2var_ps(p1, ix, p2), p[2 * j + 1]);
+                p[2 * j] = _mm512_fmadd_ps(y2, _mm512_permutex2var_ps(p2, ix, p3), p[2 * j]);
+                p[2 * j + 1] = _mm512_fmadd_ps(y3, _mm512_permutex2var_ps(p3, ix, p4), p[2 * j + 1]);
+            }
+        }
+        for (int64_t j = 0; j < g->kw; j++) acc[i * g->kw + j] += _mm512_reduce_add_ps(_mm512_add_ps(p[2 * j], p[2 * j + 1]));
+    }
+}
+#else
+static bool dw_fast(const ConvGeo *g) { return (void)g, false; }
+#define dw_taps_fast(kind, xp, yp, w, g) ((void)0)
+#define dw_wgrad_fast(xp, yp, acc, g) ((void)0)
+#endif
+
 /* rows x cols between dense rows at x and the rows of Wp at p, from row r0
  * and column c0 on: into p (mode 0), out of p (1), out of p plus c (2: the
  * forward's bias, or 0 as the sum it once was); typed loops, not a call a
@@ -819,24 +899,50 @@ DEPTHWISE(f64, double, COLD_CODE) /* float64: for gradcheck more than for speed 
                 for (int64_t j = 0; j < cols; j++) b[j] = c + a[j];                                      \
         }                                                                                                \
     }
-DW_ROWS(float)
 DW_ROWS(double)
+#if defined(__AVX512F__)
+/* dw_rows_float with masked vectors: the compiler made a memmove call of each
+ * short row (28 floats), 10% of a depthwise forward */
+static void dw_rows_float(int mode, float *p, float *x, int64_t rows, int64_t cols, int64_t Wp, int64_t r0, int64_t c0,
+                        float c) {
+    __m512 vc = _mm512_set1_ps(c);
+    for (int64_t r = 0; r < rows; r++) {
+        float *a = p + (r + r0) * Wp + c0, *b = x + r * cols;
+        for (int64_t j = 0; j < cols; j += 16) {
+            __mmask16 k = cols - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (cols - j)) - 1);
+            if (mode == 0) _mm512_mask_storeu_ps(a + j, k, _mm512_maskz_loadu_ps(k, b + j));
+            else if (mode == 1) _mm512_mask_storeu_ps(b + j, k, _mm512_maskz_loadu_ps(k, a + j));
+            else _mm512_mask_storeu_ps(b + j, k, _mm512_add_ps(vc, _mm512_maskz_loadu_ps(k, a + j)));
+        }
+    }
+}
+#else
+DW_ROWS(float)
+#endif
 static void dw_pad(ct_dtype cd, int mode, char *p, const char *x, int64_t rows, int64_t cols, int64_t Wp,
                    int64_t r0, int64_t c0, const char *c) {
     if (cd == CT_FLOAT32) dw_rows_float(mode, (float *)p, (float *)x, rows, cols, Wp, r0, c0, c ? *(const float *)c : 0);
     else dw_rows_double(mode, (double *)p, (double *)x, rows, cols, Wp, r0, c0, c ? *(const double *)c : 0);
 }
 
-/* no inf or NaN among the n values at p */
+/* no inf or NaN among the n values at p: an exponent of all ones anywhere,
+ * in integer operations the compiler vectorises (the sum of x * 0 it
+ * replaced was a serial chain of float adds: 15% of a depthwise layer's
+ * forward and backward, the other thread waiting) */
+#define ALL_FINITE(T, U, EXP)                                                            \
+    static bool all_finite_##T(const T *p, int64_t n) {                                  \
+        U bad = 0;                                                                       \
+        for (int64_t i = 0; i < n; i++) {                                                \
+            U u;                                                                         \
+            memcpy(&u, p + i, sizeof u);                                                 \
+            bad |= (U)((u & EXP) == EXP);                                                \
+        }                                                                                \
+        return !bad;                                                                     \
+    }
+ALL_FINITE(float, uint32_t, 0x7f800000u)
+ALL_FINITE(double, uint64_t, 0x7ff0000000000000u)
 static bool all_finite(ct_dtype cd, const char *p, int64_t n) {
-    double z = 0;
-    if (cd == CT_FLOAT32) {
-        float zf = 0;
-        for (int64_t i = 0; i < n; i++) zf += ((const float *)p)[i] * 0.0f;
-        z = zf;
-    } else
-        for (int64_t i = 0; i < n; i++) z += ((const double *)p)[i] * 0.0;
-    return z == 0;
+    return cd == CT_FLOAT32 ? all_finite_float((const float *)p, n) : all_finite_double((const double *)p, n);
 }
 
 /* conv_depthwise's cases: but for an inf or NaN of x (weight gradient) or of
@@ -858,14 +964,18 @@ static int conv_depthwise(ct_dtype cd, int kind, const char *a, const char *b, c
      * output plane in rows of Wp, after F zeros (the input gradient's reach
      * back) and before the tails of xp's length */
     int64_t xpn = (g->H + 2 * g->ph) * Wp + g->kw * g->dw + DW_PAD, F = (g->kh - 1) * g->dh * Wp + (g->kw - 1) * g->dw;
-    int64_t ypn = F + xpn;
+    int64_t yoff = (xpn + F + 15) / 16 * 16; /* yp's offset: 64-byte aligned */
     int nt = worth_threads(g) ? c10_free_threads() : 1, fail = 0;
+    bool fast = cd == CT_FLOAT32 && dw_fast(g);
     char *part = kind == 2 ? calloc((size_t)nt, (size_t)wn * (size_t)es) : NULL;
     if (kind == 2 && !part) return c10_error_int("out of memory");
-    if (kind == 1) memset(y, 0, (size_t)(g->N * g->C * HW * es));
+    /* (the input gradient's planes are written whole: no zeroing of y) */
 OMP(omp parallel num_threads(nt) if (nt > 1) reduction(| : fail))
     {
-        char *xp = calloc((size_t)(xpn + ypn), (size_t)es), *yp = xp ? xp + (xpn + F) * es : NULL;
+        /* xp and yp 64-byte aligned (dw_taps_fast's loads), yp's reach and 64 more */
+        size_t xb = ((size_t)((yoff + xpn + 64) * es) + 63) / 64 * 64;
+        char *xp = aligned_alloc(64, xb), *yp = xp ? xp + yoff * es : NULL;
+        if (xp) memset(xp, 0, xb);
         char *acc = part ? part + thread_id() * wn * es : NULL;
         if (!xp) fail = 1;
         else {
@@ -880,7 +990,9 @@ OMP(omp for schedule(static))
                     if (kind != 0) dw_pad(cd, 0, yp, yo, g->Ho, g->Wo, Wp, 0, 0, NULL);
                     const char *w = kind == 2 ? NULL : b + o * KK * es;
                     char *ac = acc ? acc + o * KK * es : NULL;
-                    if (cd == CT_FLOAT32) dw_taps_f32(kind, (float *)xp, (float *)yp, (const float *)w, (float *)ac, g);
+                    if (fast && kind == 2) dw_wgrad_fast((const float *)xp, (const float *)yp, (float *)ac, g);
+                    else if (fast) dw_taps_fast(kind, (float *)xp, (float *)yp, (const float *)w, g);
+                    else if (cd == CT_FLOAT32) dw_taps_f32(kind, (float *)xp, (float *)yp, (const float *)w, (float *)ac, g);
                     else dw_taps_f64(kind, (double *)xp, (double *)yp, (const double *)w, (double *)ac, g);
                     if (kind == 0) dw_pad(cd, 2, yp, yo, g->Ho, g->Wo, Wp, 0, 0, bias ? bias + o * es : NULL);
                     if (kind == 1 && k == Og - 1) dw_pad(cd, 1, xp, xq, g->H, g->W, Wp, g->ph, g->pw, NULL);

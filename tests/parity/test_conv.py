@@ -645,6 +645,43 @@ def test_conv2d_depthwise_grads(threads):
                     [x, w, b], f"depthwise {xs} {ws} s{s} p{p} d{d}", second=xs[0] < 40)
 
 
+# float32 depthwise, stride 1: with AVX-512, the taps of a kernel row spanning
+# 17 values at most come out of aligned vectors by permutes (forward, both
+# gradients); wider spans take the plain loop. Widths 1..37 put the planes'
+# rows at every offset in a vector; (kw - 1) dw of 16 is the widest permuted
+# span, 17 and 20 the plain loop's.
+DW_F32 = [  # x shape, w shape, padding, dilation, groups
+    *[((2, 3, 7, wd), (3, 1, 3, 3), 1, 1, 3) for wd in range(1, 38, 3)],
+    ((2, 4, 9, 30), (8, 1, 3, 3), (0, 2), (2, 1), 4),  # two outputs a channel
+    ((1, 2, 6, 40), (2, 1, 2, 5), 1, (1, 4), 2),  # span 16
+    ((1, 2, 6, 40), (2, 1, 3, 17), (1, 8), 1, 2),  # span 16, 17 taps a row
+    ((1, 2, 6, 40), (2, 1, 2, 18), (1, 8), 1, 2),  # span 17
+    ((1, 2, 6, 40), (2, 1, 2, 6), 3, (1, 4), 2),  # span 20
+    ((3, 5, 13, 21), (5, 1, 5, 1), 2, (3, 1), 5),
+    ((32, 32, 28, 28), (32, 1, 3, 3), 1, 1, 32),  # MobileNet's, over the threads
+]
+
+
+def test_conv2d_depthwise_float32_grads(threads):
+    """The float32 forward and both gradients against torch's, computed in
+    float64 from the same float32 values (a tolerance for float32 sums)."""
+    for xs, ws, p, d, g in DW_F32:
+        x, w, b = rand(xs, F32), rand(ws, F32), rand((ws[0],), F32)
+        tx, tw, tb = (t.double().requires_grad_(True) for t in (x, w, b))
+        out = Fn.conv2d(tx, tw, tb, 1, p, d, g)
+        gy = torch.randn(out.shape, generator=GEN, dtype=D).float()
+        want = torch.autograd.grad(out, [tx, tw, tb], gy.double())
+        hx, hw, hb = leaf(x), leaf(w), leaf(b)
+        hout = ct.check(ct_conv2d(hx, hw, hb, 1, p, d, g))
+        what = f"depthwise float32 {xs} {ws} p{p} d{d}"
+        ct.assert_close(hout, out.detach().float(), rtol=1e-5, atol=1e-5, what=f"{what} forward: ")
+        got = grads_of(hout, [hx, hw, hb], gy, create_graph=False)
+        n = xs[0] * xs[2] * xs[3]  # the terms of a weight gradient's sum
+        for k, name in enumerate(["input", "weight", "bias"]):
+            ct.assert_close(got[k], want[k].float(), rtol=1e-5, atol=1e-6 * (n if k else 1) ** 0.5 * 10,
+                            what=f"{what} {name} gradient: ")
+
+
 @pytest.mark.parametrize("bad", [float("inf"), float("nan")], ids=str)
 def test_conv2d_depthwise_non_finite(bad):
     """The padded rows' unused columns are zeros: an inf or NaN of x (weight
