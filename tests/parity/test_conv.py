@@ -105,6 +105,11 @@ CONV2D = [  # x shape, w shape, bias, stride, padding, dilation, groups
     ((2, 3, 4, 4), (4, 3, 4, 4), True, 1, 0, 1, 1),
     ((4, 32, 12, 12), (16, 32, 3, 3), True, 1, 1, 1, 1),
     ((1, 2, 3, 3), (2, 2, 3, 3), False, 3, 1, 1, 1),
+    # rows of more than one vector (im2col's float32 rows, 16 at a time by
+    # masked loads for strides 1 and 2), padding past the taps' reach
+    ((2, 3, 5, 45), (4, 3, 2, 3), True, (1, 2), (1, 5), (1, 2), 1),
+    ((1, 2, 4, 70), (3, 2, 3, 4), False, (2, 1), (2, 7), 1, 1),
+    ((1, 2, 4, 37), (3, 2, 1, 5), True, 2, (0, 9), (1, 3), 1),
 ]
 
 
