@@ -838,37 +838,37 @@ DEPTHWISE(f64, double, COLD_CODE) /* float64: for gradcheck more than for speed 
  * the same order as dw_taps', fused (one rounding each). */
 #define DW_SPAN 16
 static bool dw_fast(const ConvGeo *g) { return (g->kw - 1) * g->dw <= DW_SPAN; }
+/* the six aligned vectors at a (a kernel row's reach over a block) */
+static inline __attribute__((always_inline)) void dw_load6(const float *a, __m512 *v) {
+    for (int k = 0; k < 6; k++) v[k] = _mm512_load_ps(a + 16 * k);
+}
+/* the block's four vectors s (0 .. 31) values on from v's start: permutes of
+ * neighbours (the selects on s >= 16 keep v in registers; indexing v by s / 16
+ * put it on the stack) */
+static inline __attribute__((always_inline)) void dw_shift4(const __m512 *v, int64_t s, __m512 *x) {
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512i ix = _mm512_add_epi32(iota, _mm512_set1_epi32((int)(s & 15)));
+    bool hi = s >= 16;
+    for (int k = 0; k < 4; k++) x[k] = _mm512_permutex2var_ps(hi ? v[k + 1] : v[k], ix, hi ? v[k + 2] : v[k + 1]);
+}
 static void dw_taps_fast(int kind, float *restrict xp, float *restrict yp, const float *w, const ConvGeo *g) {
     int64_t Wp = g->W + 2 * g->pw, span = (g->kw - 1) * g->dw;
     float *d = kind ? xp : yp;
     const float *src = kind ? yp : xp;
     int64_t cnt = kind ? (g->H + 2 * g->ph) * Wp : g->Ho * Wp, sg = kind ? -1 : 1;
-    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     for (int64_t m = 0; m < cnt; m += DW_PAD) {
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        if (kind)
-            a0 = _mm512_loadu_ps(d + m), a1 = _mm512_loadu_ps(d + m + 16), a2 = _mm512_loadu_ps(d + m + 32),
-            a3 = _mm512_loadu_ps(d + m + 48);
+        __m512 acc[4], v[6], x[4];
+        for (int k = 0; k < 4; k++) acc[k] = kind ? _mm512_loadu_ps(d + m + 16 * k) : _mm512_setzero_ps();
         for (int64_t i = 0; i < g->kh; i++) {
             int64_t b = m + sg * i * g->dh * Wp, lo = (kind ? b - span : b) & ~(int64_t)15;
-            const float *a = src + lo;
-            /* the aligned vectors the row's taps reach (named: an array went through the stack) */
-            __m512 v0 = _mm512_load_ps(a), v1 = _mm512_load_ps(a + 16), v2 = _mm512_load_ps(a + 32);
-            __m512 v3 = _mm512_load_ps(a + 48), v4 = _mm512_load_ps(a + 64), v5 = _mm512_load_ps(a + 80);
+            dw_load6(src + lo, v);
             for (int64_t j = 0; j < g->kw; j++) {
-                int64_t s = b + sg * j * g->dw - lo; /* 0 .. 31 */
-                __m512i ix = _mm512_add_epi32(iota, _mm512_set1_epi32((int)(s & 15)));
                 __m512 wt = _mm512_set1_ps(w[i * g->kw + j]);
-                bool hi = s >= 16;
-                __m512 p0 = hi ? v1 : v0, p1 = hi ? v2 : v1, p2 = hi ? v3 : v2, p3 = hi ? v4 : v3, p4 = hi ? v5 : v4;
-                a0 = _mm512_fmadd_ps(wt, _mm512_permutex2var_ps(p0, ix, p1), a0);
-                a1 = _mm512_fmadd_ps(wt, _mm512_permutex2var_ps(p1, ix, p2), a1);
-                a2 = _mm512_fmadd_ps(wt, _mm512_permutex2var_ps(p2, ix, p3), a2);
-                a3 = _mm512_fmadd_ps(wt, _mm512_permutex2var_ps(p3, ix, p4), a3);
+                dw_shift4(v, b + sg * j * g->dw - lo, x);
+                for (int k = 0; k < 4; k++) acc[k] = _mm512_fmadd_ps(wt, x[k], acc[k]);
             }
         }
-        _mm512_storeu_ps(d + m, a0), _mm512_storeu_ps(d + m + 16, a1);
-        _mm512_storeu_ps(d + m + 32, a2), _mm512_storeu_ps(d + m + 48, a3);
+        for (int k = 0; k < 4; k++) _mm512_storeu_ps(d + m + 16 * k, acc[k]);
     }
 }
 /* The weight gradient the same way: acc[tap] += the sum of yp[m] xp[m +
@@ -876,26 +876,16 @@ static void dw_taps_fast(int kind, float *restrict xp, float *restrict yp, const
  * (the lanes past n: yp's zeros), kernel row by kernel row */
 static void dw_wgrad_fast(const float *restrict xp, const float *restrict yp, float *acc, const ConvGeo *g) {
     int64_t Wp = g->W + 2 * g->pw, n = g->Ho * Wp;
-    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    __m512 p[2 * (DW_SPAN + 1)];
+    __m512 p[2 * (DW_SPAN + 1)], v[6], x[4], y[4];
     for (int64_t i = 0; i < g->kh; i++) {
         for (int64_t j = 0; j < 2 * g->kw; j++) p[j] = _mm512_setzero_ps();
         for (int64_t m = 0; m < n; m += DW_PAD) {
             int64_t b = m + i * g->dh * Wp, lo = b & ~(int64_t)15;
-            const float *a = xp + lo;
-            __m512 y0 = _mm512_load_ps(yp + m), y1 = _mm512_load_ps(yp + m + 16), y2 = _mm512_load_ps(yp + m + 32);
-            __m512 y3 = _mm512_load_ps(yp + m + 48);
-            __m512 v0 = _mm512_load_ps(a), v1 = _mm512_load_ps(a + 16), v2 = _mm512_load_ps(a + 32);
-            __m512 v3 = _mm512_load_ps(a + 48), v4 = _mm512_load_ps(a + 64), v5 = _mm512_load_ps(a + 80);
+            for (int k = 0; k < 4; k++) y[k] = _mm512_load_ps(yp + m + 16 * k);
+            dw_load6(xp + lo, v);
             for (int64_t j = 0; j < g->kw; j++) {
-                int64_t s = b + j * g->dw - lo;
-                __m512i ix = _mm512_add_epi32(iota, _mm512_set1_epi32((int)(s & 15)));
-                bool hi = s >= 16;
-                __m512 p0 = hi ? v1 : v0, p1 = hi ? v2 : v1, p2 = hi ? v3 : v2, p3 = hi ? v4 : v3, p4 = hi ? v5 : v4;
-                p[2 * j] = _mm512_fmadd_ps(y0, _mm512_permutex2var_ps(p0, ix, p1), p[2 * j]);
-                p[2 * j + 1] = _mm512_fmadd_ps(y1, _mm512_permutex2var_ps(p1, ix, p2), p[2 * j + 1]);
-                p[2 * j] = _mm512_fmadd_ps(y2, _mm512_permutex2var_ps(p2, ix, p3), p[2 * j]);
-                p[2 * j + 1] = _mm512_fmadd_ps(y3, _mm512_permutex2var_ps(p3, ix, p4), p[2 * j + 1]);
+                dw_shift4(v, b + j * g->dw - lo, x);
+                for (int k = 0; k < 4; k++) p[2 * j + k % 2] = _mm512_fmadd_ps(y[k], x[k], p[2 * j + k % 2]);
             }
         }
         for (int64_t j = 0; j < g->kw; j++) acc[i * g->kw + j] += _mm512_reduce_add_ps(_mm512_add_ps(p[2 * j], p[2 * j + 1]));
