@@ -1476,6 +1476,43 @@ static int fill_slab(TensorImpl *o, int d, int64_t start, int64_t len, double v)
     return r;
 }
 
+/* pad of a contiguous self by pads >= 0 of its last two dims (a CNN's or an
+ * image's): each output row written once, by copies of self's row and of a
+ * row of the value (the slabs and the copy of the inside took five passes of
+ * the engine, the border columns two elements a row: 1.3x torch's time on
+ * [1024, 1024] by 2) */
+static bool pad_rows(TensorImpl *o, const TensorImpl *self, const int64_t *p, int np, double v) {
+    int n = self->ndim;
+    int64_t W = self->sizes[n - 1], H = np > 2 && n > 1 ? self->sizes[n - 2] : 1, Wo = o->sizes[n - 1];
+    int64_t top = np > 2 ? p[2] : 0, Ho = H + top + (np > 2 ? p[3] : 0), planes = o->numel / (Ho * Wo);
+    size_t es = c10_elsize[o->dtype];
+    TensorImpl *val = c10_scalar_tensor(v, o->dtype, CT_CPU);
+    char *row = val ? malloc((size_t)Wo * es) : NULL; /* Wo values */
+    if (!row) {
+        c10_release(val);
+        return false;
+    }
+    for (int64_t j = 0; j < Wo; j++) memcpy(row + (size_t)j * es, c10_data(val), es);
+    const char *x = c10_data(self);
+    char *y = c10_data(o);
+    size_t lo = (size_t)p[0] * es, wb = (size_t)W * es, rb = (size_t)Wo * es;
+OMP(omp parallel for if (o->numel > GRAIN))
+    for (int64_t r = 0; r < planes * Ho; r++) {
+        int64_t i = r % Ho - top; /* self's row, when in [0, H) */
+        char *d = y + (size_t)r * rb;
+        if (i < 0 || i >= H) {
+            memcpy(d, row, rb);
+            continue;
+        }
+        memcpy(d, row, lo);
+        memcpy(d + lo, x + (size_t)((r / Ho) * H + i) * wb, wb);
+        memcpy(d + lo + wb, row, rb - lo - wb);
+    }
+    free(row);
+    c10_release(val);
+    return true;
+}
+
 int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0];
@@ -1521,6 +1558,12 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *o = empty ? c10_full(sizes, self->ndim, a->s[0], self->dtype, self->device)
                           : c10_empty(sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0 || empty) return (out[0] = o) ? 1 : -1;
+    bool rows = self->is_contiguous && np >= 2 && np <= 4;
+    for (int k = 0; k < np; k++) rows &= a->i[k] >= 0;
+    if (rows) {
+        if (!pad_rows(o, self, a->i, np, a->s[0])) return c10_release(o), c10_error_int("pad: out of memory");
+        return (out[0] = o), 1;
+    }
     for (int k = 0; k < np / 2; k++) {
         int d = self->ndim - 1 - k;
         int64_t lo = a->i[2 * k], hi = a->i[2 * k + 1];

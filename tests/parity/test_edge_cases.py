@@ -391,6 +391,18 @@ def test_pad_border_slabs():
                     ct.assert_close(ct.check(got), F.pad(xt, p, value=1.0), what=what + ": ")
                 else:
                     ct.assert_error(got, err, what=what + ": ")
+    # contiguous inputs padded by pads >= 0 of the last two dims (one pass of
+    # whole rows), over the threads too, the value in each dtype (2.5 -> 2)
+    big = torch.randn(3, 2, 70, 90, generator=g)
+    for x in (big, big[0, 0], big[0, 0, 0], torch.randn(1, 1, generator=g)):
+        for dt in (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32, torch.bool):
+            xt = x.to(dt)
+            for p in ((3, 1), (0, 5), (2, 1, 4, 3), (0, 0, 1, 0), (0, 0, 0, 2), (7, 0, 0, 0)):
+                if len(p) // 2 > xt.dim():
+                    continue
+                v = 1.0 if dt == torch.bool else 2.5
+                what = f"pad {tuple(xt.shape)} {dt} {p} value {v}"
+                ct.assert_close(ct.check(lib.ct_pad(h(xt), i64(p), len(p), v)), F.pad(xt, p, value=v), what=what + ": ")
 
 
 def test_failing_integer_division_in_place_leaves_self():
