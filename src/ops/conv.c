@@ -447,10 +447,10 @@ static inline void zero_small(void *dst, size_t n) {
 #endif
 }
 
-#define WINOGRAD(SUF, T)                                                                                  \
+#define WINOGRAD(SUF, T, ATTR) /* ATTR: the non-inline functions' attributes */                            \
     /* U[36][O][C] = G g G^T for each kernel g of (o, c), WINO_T at a time in gu[45][WINO_T]; nonzero when a \
      * value is not finite */                                                                              \
-    static int wino_weight_##SUF(const void *wv, void *Uv, double *gu, const Wino *q) {                    \
+    ATTR static int wino_weight_##SUF(const void *wv, void *Uv, double *gu, const Wino *q) {                    \
         const T *w = wv;                                                                                   \
         T *U = Uv;                                                                                         \
         int64_t OC = q->O * q->C;                                                                          \
@@ -501,7 +501,7 @@ static inline void zero_small(void *dst, size_t n) {
         }                                                                                                  \
     }                                                                                                      \
     /* dst[k] = row[c0 + k] for k < n, 0 outside the row's W columns */                                   \
-    static void wino_row_##SUF(const T *row, int64_t W, int64_t c0, T *restrict dst, int64_t n) {          \
+    ATTR static void wino_row_##SUF(const T *row, int64_t W, int64_t c0, T *restrict dst, int64_t n) {          \
         int64_t lo = c0 < 0 ? (-c0 < n ? -c0 : n) : 0, hi = W - c0 < n ? W - c0 : n;                       \
         if (hi < lo) hi = lo;                                                                              \
         zero_small(dst, (size_t)lo * sizeof(T));                                                           \
@@ -512,7 +512,7 @@ static inline void zero_small(void *dst, size_t n) {
      * when a value is not finite (an inf or NaN of x gives one). Each run's 6 padded input rows go into   \
      * R[6][4 * WINO_T + 2], tile k's columns 4k .. 4k + 3 (its last 2 columns are the next tile's first   \
      * ones; a run's last tile keeps them in hal), from which d[6][6][WINO_T] is de-interleaved. */        \
-    static int wino_input_##SUF(const void *xv, void *Vv, const WinoSeg *s, int ns, void *scratch, const Wino *q) { \
+    ATTR static int wino_input_##SUF(const void *xv, void *Vv, const WinoSeg *s, int ns, void *scratch, const Wino *q) { \
         const T *x = xv;                                                                                   \
         const int64_t RW = 4 * WINO_T + 2;                                                                 \
         T *V = Vv, *d = scratch, *t = d + 36 * WINO_T, *R = t + 36 * WINO_T, *hal = R + 6 * RW;            \
@@ -558,7 +558,7 @@ static inline void zero_small(void *dst, size_t n) {
     }                                                                                                      \
     /* y[n, o0 + o] = A^T M A (+ bias) for the output channels o < ob of the block's tiles, M[ob][36][T]:  \
      * z[4][4][WINO_T] interleaved into Z[4][4 * WINO_T], output rows of the tiles side by side. */        \
-    static void wino_output_##SUF(const void *Mv, int64_t ob, int64_t o0, const WinoSeg *s, int ns,        \
+    ATTR static void wino_output_##SUF(const void *Mv, int64_t ob, int64_t o0, const WinoSeg *s, int ns,        \
                                   const void *bv, void *yv, void *scratch, const Wino *q) {                \
         const T *M = Mv, *bias = bv;                                                                       \
         T *y = yv, *t = scratch, *z = t + 24 * WINO_T, *Z = z + 16 * WINO_T;                               \
@@ -580,8 +580,8 @@ static inline void zero_small(void *dst, size_t n) {
             }                                                                                              \
         }                                                                                                  \
     }
-WINOGRAD(f32, float)
-WINOGRAD(f64, double)
+WINOGRAD(f32, float, )
+WINOGRAD(f64, double, COLD_CODE) /* float64: for gradcheck more than for speed (6 KB less) */
 
 static const struct {
     int (*weight)(const void *w, void *U, double *gu, const Wino *q);
