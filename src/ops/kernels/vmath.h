@@ -808,23 +808,58 @@ __attribute__((unused)) static void vm_atan_blk(double *restrict r, double *rest
         slow[j] = v != v ? 1.0 : 0.0;
     }
 }
+/* e^t for t in [0, 100] (or NaN) to 1e-11: t = n ln2 + r, Taylor to r^9 in
+ * Estrin's form, 2^n from the shifter's bits (64-bit adds and shifts only) */
+static inline double vm_exp_small(double t) {
+    double kk = VM_FMA(t, 0x1.71547652b82fep0, VM_SHIFTER), nd = kk - VM_SHIFTER;
+    double r = VM_FMA(nd, -VM_LN2_LO, VM_FMA(nd, -VM_LN2_HI, t)), r2 = r * r, r4 = r2 * r2;
+    double e = VM_FMA(r4 * r4, VM_FMA(r, 1.0 / 362880, 1.0 / 40320),
+                      VM_FMA(r4, VM_FMA(r2, VM_FMA(r, 1.0 / 5040, 1.0 / 720), VM_FMA(r, 1.0 / 120, 1.0 / 24)),
+                             VM_FMA(r2, VM_FMA(r, 1.0 / 6, 0.5), r + 1.0)));
+    uint64_t n = vm_double_to_bits(kk) - vm_double_to_bits(VM_SHIFTER);
+    return e * vm_bits_to_double((n + 1023) << 52);
+}
+/* sinh: Taylor to x^13 below 1 (7.6e-13), (e - 1/e) / 2 above; cosh: (e + 1/e) / 2 */
 __attribute__((unused)) static void vm_hyp_blk(double *restrict r, double *restrict slow, const double *restrict x,
                                                 const double *restrict y, int which) {
     (void)y;
     _Pragma("GCC unroll 1") for (int j = 0; j < VM_B; j++) {
         double v = x[j], av = fabs(v);
-        av = av > 100 ? 100 : av; /* beyond float's range, t / e stays defined */
-        double t = vm_expm1_d(av), e = t + 1, ie = 1 / e;
-        r[j] = which ? 0.5 * (e + ie) : copysign(0.5 * VM_FMA(t, ie, t), v);
+        av = av > 100 ? 100 : av; /* beyond float's range, e stays finite */
+        double e = vm_exp_small(av), ie = 1 / e, z = av * av, z2 = z * z;
+        double p = VM_FMA(z2 * z2, VM_FMA(z, 1.0 / 6227020800, 1.0 / 39916800),
+                          VM_FMA(z2, VM_FMA(z, 1.0 / 362880, 1.0 / 5040), VM_FMA(z, 1.0 / 120, 1.0 / 6)));
+        double sh = av < 1 ? VM_FMA(av * z, p, av) : 0.5 * (e - ie);
+        r[j] = which ? 0.5 * (e + ie) : copysign(sh, v);
         slow[j] = v != v ? 1.0 : 0.0;
     }
 }
+/* log2, log10 of a float x: x = 2^k (1 + f), 1 + f in [sqrt(1/2), sqrt(2))
+ * taken apart on the float's bits, log(1 + f) = 2 atanh(s), s = f / (2 + f),
+ * Taylor to s^15 (|s| < 0.172: 2e-12); log2 is k + that / ln2 (powers of 2
+ * exact). 0, negatives and inf by selects; NaN to libm */
 __attribute__((unused)) static void vm_logk_blk(double *restrict r, double *restrict slow, const double *restrict x,
                                                 const double *restrict y, int which) {
     (void)y;
     _Pragma("GCC unroll 1") for (int j = 0; j < VM_B; j++) {
-        r[j] = vm_log_d(x[j]) * (which ? 0x1.bcb7b1526e50ep-2 : 0x1.71547652b82fep0); /* 1/ln10, 1/ln2 */
-        slow[j] = x[j] != x[j] ? 1.0 : 0.0;
+        float ax = (float)x[j];
+        ax = ax > 0 && ax < __builtin_inff() ? ax : 1.0f;
+        int sub = ax < 0x1p-126f; /* subnormals: scaled into the normal range */
+        int32_t bits = vm_float_to_bits(sub ? ax * 0x1p23f : ax);
+        float m = vm_bits_to_float((bits & 0x007fffff) | 0x3f800000); /* [1, 2) */
+        int big = m > 1.41421356f;
+        double f = (double)(m * (big ? 0.5f : 1.0f) - 1.0f); /* exact */
+        double k = (double)((bits >> 23) - 127 - (sub ? 23 : 0) + big);
+        double s = f / (2.0 + f), z = s * s, z2 = z * z, z4 = z2 * z2;
+        double p = VM_FMA(z4, VM_FMA(z2, 1.0 / 15, VM_FMA(z, 1.0 / 13, 1.0 / 11)),
+                          VM_FMA(z2, VM_FMA(z, 1.0 / 9, 1.0 / 7), VM_FMA(z, 1.0 / 5, 1.0 / 3)));
+        double l = VM_FMA(2.0 * s * z, p, 2.0 * s); /* log(1 + f) */
+        double res = which ? VM_FMA(k, 0x1.34413509f79ffp-2, l * 0x1.bcb7b1526e50ep-2) /* log10 2, 1/ln10 */
+                           : VM_FMA(l, 0x1.71547652b82fep0, k);
+        double v = x[j];
+        res = v == 0 ? -__builtin_inf() : v < 0 ? __builtin_nan("") : v == __builtin_inf() ? v : res;
+        r[j] = res;
+        slow[j] = v != v ? 1.0 : 0.0;
     }
 }
 __attribute__((unused)) static void vm_atan2_blk(double *restrict r, double *restrict slow, const double *restrict x,
