@@ -226,7 +226,8 @@ int c10_check_value_fits(double v, ct_dtype d) {
      * counts as one) down to -255 wrap into uint8, as two's complement */
     if (d == CT_UINT8 && v < 0 && v >= -255 && v == trunc(v)) bad = false;
     else if (d == CT_FLOAT16) bad = isfinite(v) && fabs(v) > 65504.0;
-    else if (d == CT_BFLOAT16 || d == CT_FLOAT32) bad = isfinite(v) && fabs(v) > 3.4028234663852886e38;
+    else if (d == CT_BFLOAT16) bad = isfinite(v) && fabs(v) > 3.3895313892515355e38; /* its own max, as torch's */
+    else if (d == CT_FLOAT32) bad = isfinite(v) && fabs(v) > 3.4028234663852886e38;
     return bad ? c10_error_int("value cannot be converted to type %s without overflow", names[d]) : 0;
 }
 

@@ -1519,7 +1519,6 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
     int np = a->ni;
     if (np % 2) return c10_error_int("pad: Padding length must be divisible by 2");
     if (np / 2 > self->ndim) return c10_error_int("pad: Padding length too large");
-    if (float_value_fits(a->s[0], self->dtype) < 0) return -1; /* pad's value is a float in torch */
     /* torch's order: negative pads crop first (a narrow a side: the crops may not
      * exceed the dim), which is all when no pad is positive; else every padded
      * dim keeps at least one element */
@@ -1546,6 +1545,9 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
                                  "output size, which is invalid. Check dimension %d of your input.",
                                  (long long)self->sizes[d], (long long)a->i[2 * k], (long long)a->i[2 * k + 1], d);
     }
+    /* pad's value is a float in torch, checked where torch fills the output:
+     * after the shapes, and not at all when nothing is padded (a crop) */
+    if (positive && float_value_fits(a->s[0], self->dtype) < 0) return -1;
     /* the value is written into the border slabs only (a fill of the whole
      * output, then the copy over it, wrote the inside twice), unless nothing
      * of self stays inside */

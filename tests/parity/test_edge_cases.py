@@ -201,6 +201,47 @@ def test_scalar_arguments_that_do_not_fit_are_errors():
                     torch.zeros(3, dtype=torch.uint8).masked_fill(torch.tensor([True, False, True]), 255))
 
 
+
+def test_bfloat16_values_past_its_max_are_errors():
+    """bfloat16's own max (3.3895e38), not float32's, bounds a value, as torch's
+    checked_convert: full, fill_, masked_fill, clamp and pad refuse 3.396e38"""
+    bf, m = torch.ones(2, dtype=torch.bfloat16), torch.tensor([True, False])
+    for v in (3.3895313892515355e38, 3.3961775292304956e38, 3.4028234663852886e38, -3.3961775292304956e38):
+        calls = [("full", lambda: torch.full((2,), v, dtype=torch.bfloat16),
+                  lambda: lib.ct_full(i64([2]), 1, v, ct.CT_BFLOAT16)),
+                 ("masked_fill", lambda: bf.masked_fill(m, v), lambda: lib.ct_masked_fill(h(bf), h(m), v)),
+                 ("clamp", lambda: bf.clamp(max=v), lambda: lib.ct_clamp(h(bf), NAN, v)),
+                 ("pad", lambda: F.pad(bf, (1, 0), value=v), lambda: lib.ct_pad(h(bf), i64([1, 0]), 2, v))]
+        for name, tf, cf in calls:
+            err = ct.torch_error(tf)
+            if err is None:
+                ct.assert_close(ct.check(cf()), tf(), what=f"{name} {v}: ")
+            else:
+                ct.clear_error()
+                ct.assert_error(cf(), err, what=f"{name} {v}: ")
+        t, ht = bf.clone(), h(bf.clone())
+        err = ct.torch_error(lambda: t.fill_(v))
+        rc = lib.ct_fill_(ht, v)
+        assert (rc == 0) == (err is None), f"fill_ {v}: {rc} {err}"
+
+
+def test_pad_checks_its_value_only_when_it_pads():
+    """torch checks the value where it fills: not for a copy or a crop (all pads
+    <= 0), and after the output's shape (its message first)"""
+    x = torch.ones(3, 4)
+    for p, v in [((0, 0), 1e39), ((-1, 0), 1e39), ((-1, -1, 0, -2), -1e39), ((0, 0), NAN), ((1, 0), 1e39),
+                 ((-3, -2), 1e39), ((2, -7), 1e39), ((0, 0, 0, 0), 1e39)]:
+        for dt in (torch.float32, torch.float16, torch.bfloat16, torch.uint8):
+            xt = x.to(dt)
+            what = f"pad {dt} {p} value {v}"
+            err = ct.torch_error(lambda: F.pad(xt, p, value=v))
+            got = lib.ct_pad(h(xt), i64(p), len(p), v)
+            if err is None:
+                ct.assert_close(ct.check(got), F.pad(xt, p, value=v), what=what + ": ")
+            else:
+                ct.assert_error(got, err, what=what + ": ")
+
+
 ct.declare("ct_scatter_", c_int, [T, c_int, CT, CT])
 ct.declare("ct_scatter_add_", c_int, [T, c_int, CT, CT])
 ct.declare("ct_floor_", c_int, [T])
