@@ -1486,13 +1486,9 @@ static bool pad_rows(TensorImpl *o, const TensorImpl *self, const int64_t *p, in
     int64_t W = self->sizes[n - 1], H = np > 2 && n > 1 ? self->sizes[n - 2] : 1, Wo = o->sizes[n - 1];
     int64_t top = np > 2 ? p[2] : 0, Ho = H + top + (np > 2 ? p[3] : 0), planes = o->numel / (Ho * Wo);
     size_t es = c10_elsize[o->dtype];
-    TensorImpl *val = c10_scalar_tensor(v, o->dtype, CT_CPU);
-    char *row = val ? malloc((size_t)Wo * es) : NULL; /* Wo values */
-    if (!row) {
-        c10_release(val);
-        return false;
-    }
-    for (int64_t j = 0; j < Wo; j++) memcpy(row + (size_t)j * es, c10_data(val), es);
+    char *row = malloc((size_t)Wo * es); /* Wo values */
+    if (!row) return false;
+    for (int64_t j = 0; j < Wo; j++) c10_store_double(row + (size_t)j * es, o->dtype, v);
     const char *x = c10_data(self);
     char *y = c10_data(o);
     size_t lo = (size_t)p[0] * es, wb = (size_t)W * es, rb = (size_t)Wo * es;
@@ -1509,7 +1505,6 @@ OMP(omp parallel for if (o->numel > GRAIN))
         memcpy(d + lo + wb, row, rb - lo - wb);
     }
     free(row);
-    c10_release(val);
     return true;
 }
 
