@@ -745,8 +745,8 @@ static inline void vm_powf_n(float *o, const float *a, const float *b, int64_t n
  * of float32 (and of what computes in float32: 16-bit floats, integers):
  * libm's are scalar calls, 5-9x torch's time on [1024, 1024]. A block
  * function computes 16 results from the floats widened to double, in a loop
- * of fixed length the compiler vectorises (double arithmetic only: no 64-bit
- * integer work, which AVX2 lacks), and flags the elements it leaves to libm:
+ * of fixed length the compiler vectorises (no conversions between double and
+ * int64, which AVX2 lacks), and flags the elements it leaves to libm:
  * trig arguments beyond 2^20 (the reduction by pi/2 in two parts needs more
  * bits of pi there), fmod quotients from 2^24, inf and NaN arguments. One
  * rounding to float at the end: within 0.5 ulp and a hair (the polynomials
@@ -877,6 +877,8 @@ __attribute__((unused)) static void vm_atan2_blk(double *restrict r, double *res
         slow[j] = x[j] != x[j] || y[j] != y[j] ? 1.0 : 0.0;
     }
 }
+/* remainder from fmod's m, torch's rule: y added (in float) where the signs differ */
+static inline float vm_rem_adjust(float m, float y) { return m != 0 && (y < 0) != (m < 0) ? m + y : m; }
 /* fmod exact: below 2^24 the quotient rounded to double does not cross an
  * integer, and x - trunc(q) y is a float; remainder adds y in float where the
  * signs differ, as torch's */
@@ -886,8 +888,7 @@ __attribute__((unused)) static void vm_fmod_blk(double *restrict r, double *rest
         double q = x[j] / y[j];
         bool sl = !(fabs(q) < 0x1p24 && fabs(y[j]) < __builtin_inf());
         double m = copysign(fabs(VM_FMA(-trunc(sl ? 0.0 : q), y[j], x[j])), x[j]);
-        float fm = (float)m, fy = (float)y[j];
-        r[j] = which && m != 0 && (fy < 0) != (fm < 0) ? (double)(fm + fy) : m;
+        r[j] = which ? (double)vm_rem_adjust((float)m, (float)y[j]) : m;
         slow[j] = sl ? 1.0 : 0.0;
     }
 }
@@ -898,10 +899,7 @@ static inline float vm_slow_f(int fn, int which, float x, float y) {
     case VM_HYP: return which ? coshf(x) : sinhf(x);
     case VM_LOGK: return which ? log10f(x) : log2f(x);
     case VM_ATAN2: return atan2f(x, y);
-    default: {
-        float m = fmodf(x, y);
-        return which && m != 0 && (y < 0) != (m < 0) ? m + y : m;
-    }
+    default: return which ? vm_rem_adjust(fmodf(x, y), y) : fmodf(x, y);
     }
 }
 #if defined(__GNUC__) && !defined(__clang__)
