@@ -419,7 +419,8 @@ CT_API ct_tensor *ct_max_pool2d_with_indices(const ct_tensor *input, const int64
 CT_API ct_tensor *ct_avg_pool2d(const ct_tensor *input, const int64_t *kernel, const int64_t *stride,
                                 const int64_t *padding, bool ceil_mode, bool count_include_pad,
                                 int64_t divisor_override);
-/* adaptive_avg_pool2d to output_size {h, w}. */
+/* adaptive_avg_pool2d to output_size {h, w}; {1, 1} is the mean over the last two
+ * dims, as torch's (any rank; NaN for an empty plane). */
 CT_API ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *input, const int64_t *output_size);
 
 /* ----------------------------------------------------- shape and indexing */

@@ -146,6 +146,10 @@ ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *input, const int64_t *output_
     TensorImpl *x = c10_unwrap(input);
     if (!x) return NULL;
     if (!output_size) return c10_error("adaptive_avg_pool2d: output_size must be given");
+    if (output_size[0] == 1 && output_size[1] == 1) { /* torch's 1 x 1: the mean of the last two dims, */
+        static const int hw[2] = {-1, -2};             /* any rank, NaN for an empty plane, MeanBackward1 */
+        return ct_mean_dims(input, hw, 2, true);
+    }
     OpArgs a = {.t = {x}, .nt = 1, .i = {output_size[0], output_size[1]}, .ni = 2};
     return c10_wrap(ag_call1(OP_adaptive_avg_pool2d, &a));
 }

@@ -217,16 +217,15 @@ int fwd_stack(int op, const OpArgs *a, TensorImpl **out) {
 
 /* ------------------------------------------------------ index_select/add */
 
-/* Checks an index vector against size; -1 with the message when one is out. */
-static int check_range(const char *op, const int64_t *p, int64_t n, int64_t size, bool wrap, int dim) {
-    for (int64_t i = 0; i < n; i++) {
-        int64_t v = p[i];
-        if (v < (wrap ? -size : 0) || v >= size) {
-            if (dim < 0) return c10_error_int("%s: index out of range in self", op);
-            return c10_error_int("%s: index %lld is out of bounds for dimension %d with size %lld", op, (long long)v,
-                                 dim, (long long)size);
-        }
-    }
+/* Checks an index vector against size; -1 with torch's message when one is
+ * out: "index out of range in self", or when named (torch's index_select along
+ * dim 1, and of an empty input) the message that names the first bad index. */
+static int check_range(const char *op, const int64_t *p, int64_t n, int64_t size, bool named) {
+    for (int64_t i = 0; i < n; i++)
+        if (p[i] < 0 || p[i] >= size)
+            return named ? c10_error_int("%s: INDICES element is out of DATA bounds, id=%lld axis_dim=%lld", op,
+                                         (long long)p[i], (long long)size)
+                         : c10_error_int("%s: index out of range in self", op);
     return 0;
 }
 
@@ -248,9 +247,14 @@ int fwd_index_select(int op, const OpArgs *a, TensorImpl **out) {
                                           (long long)n);
     TensorImpl *o = c10_empty(sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
+    bool multi = self->ndim > 1 && n > 0; /* torch's checks by path: */
+    if (multi && size == 0) {
+        c10_release(o);
+        return c10_error_int("index_select(): self indexing axis dim should be positive");
+    }
     TensorImpl *idx = as_long(index), *src = idx ? at_contiguous(self) : NULL;
     int r = -1;
-    if (src && check_range("index_select", ldata(idx), n, size, false, -1) == 0) {
+    if (src && check_range("index_select", ldata(idx), n, size, multi && (dim == 1 || !self->numel)) == 0) {
         int64_t outer = self->ndim ? prod(self->sizes, dim) : 1;
         int64_t inner = self->ndim ? prod(self->sizes + dim + 1, self->ndim - dim - 1) : 1;
         size_t es = c10_elsize[self->dtype], row = (size_t)inner * es;
@@ -415,7 +419,7 @@ int fwd_index_add(int op, const OpArgs *a, TensorImpl **out) {
     if (run) r = copy_into(o, self);
     if (run && n) {
         if (r == 0) r = (idx = as_long(index)) ? 0 : -1;
-        if (r == 0) r = check_range("index_add", ldata(idx), n, self->ndim ? self->sizes[dim] : 1, false, -1);
+        if (r == 0) r = check_range("index_add", ldata(idx), n, self->ndim ? self->sizes[dim] : 1, false);
         if (r == 0) r = index_add_into(o, dim, idx, src, a->s[0]);
     }
     c10_release(idx);
@@ -1942,7 +1946,7 @@ int fwd_embedding(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *o = c10_empty(sizes, indices->ndim + 1, w->dtype, w->device);
     if (!o || o->device == CT_META || indices->numel == 0) return (out[0] = o) ? 1 : -1;
     TensorImpl *idx = as_long(indices), *wc = idx ? at_contiguous(w) : NULL;
-    int r = wc ? check_range("embedding", ldata(idx), idx->numel, N, false, -1) : -1; /* rows of 0 too */
+    int r = wc ? check_range("embedding", ldata(idx), idx->numel, N, false) : -1; /* rows of 0 too */
     if (r == 0 && D > 0) {
         const int64_t *ip = ldata(idx);
         size_t row = (size_t)D * c10_elsize[w->dtype];
@@ -1971,7 +1975,7 @@ int fwd_embedding_backward(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *o = c10_full(sizes, 2, 0, g->dtype, g->device);
     if (!o || o->device == CT_META || indices->numel == 0 || D == 0) return (out[0] = o) ? 1 : -1;
     TensorImpl *idx = as_long(indices), *gc = NULL;
-    int r = idx ? check_range("embedding_backward", ldata(idx), idx->numel, N, false, -1) : -1;
+    int r = idx ? check_range("embedding_backward", ldata(idx), idx->numel, N, false) : -1;
     if (r == 0) {
         /* drop the padding rows by pointing them at nothing: filter indices */
         int64_t n = idx->numel, m = 0;

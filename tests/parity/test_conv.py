@@ -228,6 +228,28 @@ def test_adaptive_avg_pool2d(dtype):
         ct.assert_close(got, Fn.adaptive_avg_pool2d(x, o), what=f"adaptive {xs} {o}: ", **tol(dtype))
 
 
+def test_adaptive_avg_pool2d_one_by_one_is_the_mean():
+    """torch's adaptive_avg_pool2d to 1 x 1 is x.mean((-1, -2), keepdim=True): any rank
+    from 2 up, an empty plane gives NaN, float16 is taken, integers fail in mean's words,
+    and the node is MeanBackward1; other sizes keep the pool's checks"""
+    ct.declare("ct_grad_fn_name", ctypes.c_char_p, [T])
+    for xs in [(3, 4), (2, 3, 0, 4), (2, 3, 4, 0), (0, 3, 2, 2), (2, 0, 5), (2, 3, 4, 5, 6), (4,), ()]:
+        for dt in (F32, torch.float16, torch.int64):
+            x = rand(xs, dt)
+            want = ct.torch_error(lambda: Fn.adaptive_avg_pool2d(x, 1))
+            ct.clear_error()
+            got = ct_aap(h(x), (1, 1))
+            if want is not None:
+                ct.assert_error(got, want, what=f"adaptive {xs} {dt}: ")
+            else:
+                ct.assert_close(ct.check(got), Fn.adaptive_avg_pool2d(x, 1), what=f"adaptive {xs} {dt}: ",
+                                **tol(dt))
+    x = rand((2, 3, 5, 4), D)
+    check_grads(lambda x: ct_aap(x, (1, 1)), lambda x: Fn.adaptive_avg_pool2d(x, 1), [x], "adaptive 1x1")
+    assert lib.ct_grad_fn_name(ct_aap(leaf(x), (1, 1))).decode() == "MeanBackward1"
+    err(lambda: ct_aap(h(z(2, 3, 0, 4)), (1, 2)), lambda: Fn.adaptive_avg_pool2d(z(2, 3, 0, 4), (1, 2)), "adaptive 1x2")
+
+
 # ------------------------------------------------------------------ errors
 def err(cfn, tfn, what):
     want = ct.torch_error(tfn)

@@ -249,6 +249,34 @@ def test_index_select_errors_grad_meta():
     assert_meta_shape(lib.ct_index_select(meta((3, 4), torch.float32), 1, meta((7,), torch.int64)), (3, 7))
 
 
+
+
+def test_index_select_range_errors_by_path():
+    """torch 1.13's index_select words an out-of-range index by its path: along dim 1
+    of 2+ dims, and for any dim of an empty input, "INDICES element is out of DATA
+    bounds" naming the first bad index and the size; an empty input refuses a dim of
+    size 0 before looking at the indices; elsewhere "index out of range in self". An
+    empty index is never checked; the meta device checks no values."""
+    for ss in [(0,), (4,), (3, 4), (3, 0), (0, 4), (3, 4, 2), (3, 0, 2), (2, 3, 0), (0, 3, 2)]:
+        for dim in range(-len(ss), len(ss)):
+            for idx in ([], [0], [1, 0], [5], [-1], [1, 7, -3], [-5, 1], [2]):
+                for it in (torch.int64, torch.int32):
+                    x, i = torch.arange(float(math.prod(ss))).reshape(ss), torch.tensor(idx, dtype=it)
+                    if len(ss) > 1:
+                        x = x.transpose(0, 1).contiguous().transpose(0, 1)
+                    what = f"index_select({ss}, {dim}, {idx}): "
+                    err = ct.torch_error(lambda: torch.index_select(x, dim, i))
+                    ct.clear_error()
+                    got = lib.ct_index_select(h(x), dim, h(i))
+                    if err is not None:
+                        ct.assert_error(got, err, what=what)
+                    else:
+                        close(got, torch.index_select(x, dim, i))
+                    m = torch.index_select(x.to("meta"), dim, i.to("meta"))  # takes any values
+                    assert_meta_shape(lib.ct_index_select(meta(ss, torch.float32), dim, meta(i.shape, it)),
+                                      m.shape, what)
+
+
 def test_index_add_shape_rules():
     """torch's index_add: index a vector of int32/int64, one dtype, dim inside the
     source (or 0), as many indices as source.size(dim) (a 0-dim source counts 1);

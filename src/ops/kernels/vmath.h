@@ -30,6 +30,15 @@ VM_BITCAST(vm_double_to_bits, double, uint64_t)
 #else
 #define VM_FMA(a, b, c) ((a) * (b) + (c))
 #endif
+/* a * b + c in one rounding on every target, as torch's add / sub with alpha
+ * (its fmadd): the instruction where the target has it, else libm's fma (glibc
+ * picks the instruction at run time when the CPU has one), with alpha = +-1
+ * kept to a plain add or subtract */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define VM_FMA1(a, b, c) fma(a, b, c)
+#else
+#define VM_FMA1(a, b, c) ((a) == 1 ? (c) + (b) : (a) == -1 ? (c) - (b) : fma(a, b, c))
+#endif
 
 /* exp(x) = 2^n e^r, n = round(x / ln 2), |r| <= ln2/2, e^r = 1 + r (1 + r P(r)) in
  * Horner's form to the end (Cephes' P). x is clamped to [-104, 89] with NaN
