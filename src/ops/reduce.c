@@ -1170,10 +1170,52 @@ int fwd_argmax(int op, const OpArgs *a, TensorImpl **out) {
     return 1;
 }
 
-/* var, std. t[0]; s[0]: correction; i: keepdim, ndims (0: all), dims...
- * Two passes: the means, then the squared deviations from them and their sum,
- * which corrects for the rounding of the means (the corrected two-pass
- * algorithm): equal values give exactly 0, as torch's Welford does. */
+/* The variance (fin FIN_VAR) or standard deviation (FIN_STD) of t over mask
+ * into o, the means into means[nout]. Two passes: the means, then the squared
+ * deviations from them and their sum, which corrects for the rounding of the
+ * means (the corrected two-pass algorithm): equal values give exactly 0, as
+ * torch's Welford does. */
+static void var_pass(const TensorImpl *t, const bool *mask, double correction, int fin, TensorImpl *o,
+                     double *means) {
+    RPlan pl;
+    plan_build(&pl, t, mask, true);
+    RPlan pm = pl; /* the means in double whatever the dtype, as torch's Welford accumulates */
+    pm.ct = CT_F64;
+    RCtx c = {.rk = RK_SUM, .fin = FIN_AUX, .scale = 1.0 / (double)pl.nred, .aux = means};
+    run_reduce(&pm, RK_SUM, &c);
+    double div = (double)pl.nred - correction;
+    RCtx c2 = {.rk = RK_SQDEV, .fin = fin, .scale = 1.0 / (div < 0 ? 0 : div), .n = (double)pl.nred,
+               .aux = means, .vout = c10_data(o), .vdt = o->dtype};
+    run_reduce(&pl, RK_SQDEV, &c2);
+}
+
+/* float64 rows whose result overflowed (values near DBL_MAX: their sum, or an
+ * ulp of deviation squared, passes it) again from the values times 2^-600,
+ * exact there: equal values give 0, as torch's Welford finds (it forms no
+ * sum). As there, a variance past DBL_MAX stays inf, and so does its std. */
+static void var_huge_rows(const TensorImpl *t, const bool *mask, double correction, int fin, TensorImpl *o) {
+    double *d = (double *)c10_data(o);
+    int64_t n = o->numel, k = 0;
+    if (!n || (double)(t->numel / n) - correction < 1) return; /* a divisor below 1 overflows small values too */
+    while (k < n && isfinite(d[k])) k++;
+    if (k == n) return;
+    double *m2 = malloc(sizeof(double) * (size_t)n);
+    TensorImpl *f = m2 ? c10_scalar_tensor(0x1p-600, CT_FLOAT64, CT_CPU) : NULL;
+    OpArgs a = {.t = {(TensorImpl *)t, f}, .nt = 2};
+    TensorImpl *x = f ? at_call1(OP_mul, &a) : NULL, *o2 = x ? c10_empty(o->sizes, o->ndim, o->dtype, o->device) : NULL;
+    if (o2) {
+        var_pass(x, mask, correction, FIN_VAR, o2, m2);
+        const double *d2 = (const double *)c10_data(o2);
+        for (; k < n; k++)
+            if (!isfinite(d[k])) d[k] = fin == FIN_VAR ? d2[k] * 0x1p600 * 0x1p600 : sqrt(d2[k] * 0x1p600 * 0x1p600);
+    }
+    free(m2);
+    c10_release(f);
+    c10_release(x);
+    c10_release(o2);
+}
+
+/* var, std. t[0]; s[0]: correction; i: keepdim, ndims (0: all), dims... */
 int fwd_var(int op, const OpArgs *a, TensorImpl **out) {
     const TensorImpl *t = a->t[0];
     const char *name = op == OP_var ? "var" : "std";
@@ -1182,23 +1224,14 @@ int fwd_var(int op, const OpArgs *a, TensorImpl **out) {
     if (parse_list(name, a, mask, &keepdim) < 0) return -1;
     TensorImpl *o = alloc_out(t, mask, keepdim, t->dtype);
     if (!o || o->device == CT_META) ONE(o);
-    RPlan pl;
-    plan_build(&pl, t, mask, true);
-    double *means = malloc(sizeof(double) * (size_t)(pl.nout ? pl.nout : 1));
+    double *means = malloc(sizeof(double) * (size_t)(o->numel ? o->numel : 1));
     if (!means) {
         c10_release(o);
         return c10_error_int("%s: out of memory", name);
     }
-    RPlan pm = pl; /* the means in double whatever the dtype, as torch's Welford accumulates */
-    pm.ct = CT_F64;
-    RCtx c = {.rk = RK_SUM, .fin = FIN_AUX, .scale = 1.0 / (double)pl.nred, .aux = means};
-    run_reduce(&pm, RK_SUM, &c);
-    double div = (double)pl.nred - a->s[0];
-    if (div < 0) div = 0;
-    RCtx c2 = {.rk = RK_SQDEV, .fin = op == OP_var ? FIN_VAR : FIN_STD, .scale = 1.0 / div,
-               .n = (double)pl.nred, .aux = means,
-               .vout = c10_data(o), .vdt = t->dtype};
-    run_reduce(&pl, RK_SQDEV, &c2);
+    int fin = op == OP_var ? FIN_VAR : FIN_STD;
+    var_pass(t, mask, a->s[0], fin, o, means);
+    if (t->dtype == CT_FLOAT64) var_huge_rows(t, mask, a->s[0], fin, o);
     free(means);
     ONE(o);
 }

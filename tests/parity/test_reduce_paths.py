@@ -132,6 +132,20 @@ def test_var_past_dbl_max():
         for name, want in (("var", x.var()), ("std", x.std())):
             got = ct.to_torch(ct.check(getattr(lib, "ct_" + name)(h, da, nd, 1.0, False)))
             assert torch.equal(got, want) or (got.isnan() and want.isnan()), f"{name}({v}): {got} != {want}"
+    # equal values whose sum passes DBL_MAX: torch's Welford along a dim gives 0
+    # (its all-dims path, a sum, gives inf: ctorch gives its dims' 0 there too)
+    for v in (1.7e308, -1.7e308, 9e307, 1e308):
+        x = torch.tensor([[v] * 5, [v, 1.0, 2.0, 3.0, 4.0], [v, 0.9 * v, v, v, v], [v / 3, v / 3, v / 3, 0, 0]],
+                         dtype=torch.float64)
+        for xl in (x, x.t().contiguous().t()):
+            da, nd = dims(1)
+            for name in ("var", "std"):
+                got = ct.to_torch(ct.check(getattr(lib, "ct_" + name)(ct.from_torch(xl), da, nd, 1.0, False)))
+                want = getattr(torch, name)(xl, 1)
+                assert torch.equal(got, want), f"{name}({xl.tolist()}, 1): {got} != {want}"
+        for name in ("var", "std"):
+            got = ct.to_torch(ct.check(getattr(lib, "ct_" + name)(ct.from_torch(x[0]), None, 0, 1.0, False)))
+            assert float(got) == 0.0, f"{name}({x[0].tolist()}): {got}"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=lambda d: str(d)[6:])
