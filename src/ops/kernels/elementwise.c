@@ -207,12 +207,12 @@ static void h_pow_f32(int64_t n, char **p, const double *s) {
 }
 
 /* float32 rows through vmath.h's vm_map16 (evaluated in double, 16 at a
- * time). No fused 16-bit kernels for these: 16-bit inputs take the engine's
- * conversions and these kernels (the library's size). */
+ * time), and log2 / log10 through vm_logbf_n. No fused 16-bit kernels for
+ * these: 16-bit inputs take the engine's conversions and these kernels (the
+ * library's size). */
 #define MATH_ROWS(X)                                                             \
     X(sin, VM_TRIG, 0) X(cos, VM_TRIG, 1) X(tan, VM_TRIG, 2) X(atan, VM_ATAN, 0)   \
-    X(asin, VM_ATAN, 1) X(acos, VM_ATAN, 2) X(sinh, VM_HYP, 0) X(cosh, VM_HYP, 1) \
-    X(log2, VM_LOGK, 0) X(log10, VM_LOGK, 1)
+    X(asin, VM_ATAN, 1) X(acos, VM_ATAN, 2) X(sinh, VM_HYP, 0) X(cosh, VM_HYP, 1)
 #define MATH2_ROWS(X) X(atan2, VM_ATAN2, 0) X(fmod, VM_FMOD, 0) X(remainder, VM_FMOD, 1)
 #define MATH_K(name, fn, w)                                                      \
     static void m_##name##_f32(int64_t n, char **p, const double *s) {          \
@@ -226,6 +226,13 @@ static void h_pow_f32(int64_t n, char **p, const double *s) {
     }
 MATH_ROWS(MATH_K)
 MATH2_ROWS(MATH2_K)
+#define LOGB_ROWS(X) X(log2, 0) X(log10, 1)
+#define LOGB_K(name, w)                                                          \
+    static void m_##name##_f32(int64_t n, char **p, const double *s) {          \
+        (void)s;                                                                 \
+        vm_logbf_n((float *)p[0], (const float *)p[1], n, w);                    \
+    }
+LOGB_ROWS(LOGB_K)
 
 /* ---- float16 and bfloat16: fused kernels ----
  * 16-bit floats compute in float32 (torch's opmath). Through the float32
@@ -492,6 +499,8 @@ static const KernelTable kernels[OP_COUNT] = {
     [OP_pow][CT_FLOAT32] = h_pow_f32,
 #define MATH_ENTRY(name, fn, w) [OP_##name][CT_FLOAT32] = m_##name##_f32,
     MATH_ROWS(MATH_ENTRY) MATH2_ROWS(MATH_ENTRY)
+#define LOGB_ENTRY(name, w) [OP_##name][CT_FLOAT32] = m_##name##_f32,
+    LOGB_ROWS(LOGB_ENTRY)
 #define ENTRIES16(name) [OP_##name][CT_FLOAT16] = k16_##name##_f16, [OP_##name][CT_BFLOAT16] = k16_##name##_bf16,
 #define HAND16_ENTRY(name, TT, dt, fn) HAND16_ENTRY_##TT(name)
 #define HAND16_ENTRY_f32 ENTRIES16
