@@ -146,6 +146,8 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
     TensorImpl *x = c->in[0], *y = c->in[1], *w = c->in[2], *pw = c->in[3];
     double beta = c->args->s[0];
     TensorImpl *d = NULL;
+    if (y->dtype == CT_BOOL) y = F(at_to_dtype(y, x->dtype)); /* the kernels' promotion (sub refuses bool) */
+    if (!y) return NULL;
     switch (op) {
     case OP_mse_loss:
         d = MULS(SUB(x, y), 2);
@@ -159,8 +161,9 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
         TensorImpl *one = F(ag_wrapped_scalar(1, diff ? diff->dtype : CT_FLOAT32)), *mone = NEG(one);
         /* beta 0: the middle is only NaN's; torch's double backward is 0 there */
         OpArgs hi = {.t = {CMPS(ge, diff, beta), one, beta > 0 ? DIVS(diff, beta) : MULS(diff, 0)}, .nt = 3};
-        OpArgs lo = {.t = {CMPS(le, diff, -beta), mone, F(ag_call1(OP_where, &hi))}, .nt = 3};
-        d = lo.t[2] ? F(ag_call1(OP_where, &lo)) : NULL;
+        OpArgs lo = {.t = {CMPS(le, diff, -beta), mone, hi.t[0] && hi.t[2] ? F(ag_call1(OP_where, &hi)) : NULL},
+                     .nt = 3};
+        d = hi.t[0] && hi.t[2] && lo.t[0] && lo.t[2] ? F(ag_call1(OP_where, &lo)) : NULL;
         break;
     }
     case OP_binary_cross_entropy:

@@ -26,6 +26,10 @@ const OpInfo op_info[OP_COUNT] = {
 int at_call(int op, const OpArgs *a, TensorImpl **out) {
     CT_ASSERT(op >= 0 && op < OP_COUNT);
     for (int k = 0; k < op_info[op].nout; k++) out[k] = NULL;
+    if (a->nt > 0 && !a->t[0]) { /* every op's first tensor is required: an input that failed */
+        if (!c10_has_error()) c10_error("%s: a tensor argument is NULL", op_info[op].name);
+        return -1;
+    }
     int n = op_info[op].forward(op, a, out);
     if (n < 0) name_error(op_info[op].name);
     if (n < 0)

@@ -413,6 +413,27 @@ def test_smooth_l1_grad_at_ties(beta):
                  f"smooth_l1 ties beta={beta} {reduction}", second=False)
 
 
+@pytest.mark.parametrize("tdtype", [torch.bool, torch.int64, torch.uint8])
+def test_pointwise_losses_integer_targets(tdtype):
+    """a bool or integer target promotes with the input in the kernels (torch's
+    TensorIterator), in the double backward too: sub refuses bool, and the
+    smooth_l1 composite crashed on the failed difference"""
+    x = randn(3, 4) * 3
+    y = (torch.rand(3, 4, generator=GEN) * 3).to(tdtype)
+    for name in ("mse", "l1", "smooth_l1", "bce", "bce_logits"):
+        cfn, tfn = PW[name]
+        xx = torch.rand(3, 4, generator=GEN, dtype=F64) * 0.9 + 0.05 if name == "bce" else x
+        def torch_grads():  # torch's own mse / bce backward refuses some (Found dtype Bool ...)
+            t = xx.clone().requires_grad_()
+            return torch.autograd.grad(tfn(t, y, None, None, "mean", 1.0), t, create_graph=True)
+        if ct.torch_error(torch_grads) is not None:
+            continue
+        for reduction in RED:
+            check_fn(lambda hx, hy: cfn(hx, hy, None, None, RED[reduction], 1.0),
+                     lambda tx, ty: tfn(tx, ty, None, None, reduction, 1.0), [xx, y], [0],
+                     f"{name} target {tdtype} {reduction}", second=name != "l1")
+
+
 def test_mse_broadcast_and_promotion():
     x = randn(3, 4)
     y = randn(4)
