@@ -448,14 +448,29 @@ ct_tensor *ct_to_dtype(const ct_tensor *h, ct_dtype dtype) {
     return view_op(OP_to_dtype, h, INTS(dtype));
 }
 
+/* torch's is_non_overlapping_and_dense: the strides of the dims of size > 1,
+ * in increasing order, are those of a contiguous tensor in that order */
+static bool dense_strides(const TensorImpl *t) {
+    bool used[CT_MAX_DIMS] = {0};
+    for (int64_t k = 0, need = 1; k < t->ndim; k++) {
+        int b = -1;
+        for (int d = 0; d < t->ndim; d++)
+            if (!used[d] && t->sizes[d] != 1 && (b < 0 || t->strides[d] < t->strides[b])) b = d;
+        if (b < 0) break;
+        if (t->strides[b] != need) return false;
+        used[b] = true, need *= t->sizes[b];
+    }
+    return true;
+}
+
 ct_tensor *ct_to_device(const ct_tensor *h, ct_device device) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
     if (device == t->device) return view_op(OP_alias, h, NULL, 0);
     if (t->device == CT_META) return c10_error("Cannot copy out of meta tensor; no data!");
     if (device != CT_META) return c10_error("to: invalid device %d", (int)device);
-    TensorImpl *m = c10_empty(t->sizes, t->ndim, t->dtype, CT_META);
-    if (m) memcpy(m->strides, t->strides, sizeof m->strides), c10_refresh(m);
+    TensorImpl *m = c10_empty(t->sizes, t->ndim, t->dtype, CT_META); /* torch's preserve_format: */
+    if (m && dense_strides(t)) memcpy(m->strides, t->strides, sizeof m->strides), c10_refresh(m); /* else contiguous */
     return c10_wrap(m);
 }
 

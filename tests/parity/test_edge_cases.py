@@ -747,3 +747,23 @@ def test_error_wording_masked_fill_conv_dilation_lerp():
             ct.clear_error()
             got = lib.ct_lerp_scalar(h(a), h(b), 0.5) if dw is None else lib.ct_lerp(h(a), h(b), h(torch.ones(2, dtype=dw)))
             ct.assert_error(got, err, what=f"lerp {dself} {dend} {dw}: ")
+
+
+def test_to_meta_keeps_dense_layouts_only():
+    """.to('meta') as torch's preserve_format: a dense non-overlapping layout keeps
+    its strides (transposed, permuted), anything else (sliced, expanded) becomes
+    contiguous, so that the meta tensor's storage covers its strides and ops on it
+    give torch's meta shapes"""
+    ct.declare("ct_to_device", T, [CT, c_int])
+    ct.declare("ct_matmul", T, [CT, CT])
+    x = torch.randn(4, 6)
+    views = [x, x.t(), x[:, ::2], x.expand(2, 4, 6), x[1:3], torch.randn(3, 1).expand(3, 4),
+             torch.randn(2, 3, 4).permute(2, 0, 1), torch.randn(5, 1, 3)[:, :, 1:], torch.empty(0, 3).t()]
+    for v in views:
+        m = lib.ct_to_device(h(v), ct.CT_META)
+        want = v.to("meta")
+        assert ct.shape(m) == tuple(want.shape) and ct.strides(m) == want.stride(), \
+            f"{tuple(v.shape)} {v.stride()}: {ct.strides(m)} != {want.stride()}"
+        w = torch.randn(v.shape[-1], 2)
+        got = ct.check(lib.ct_matmul(m, lib.ct_to_device(h(w), ct.CT_META)))
+        assert ct.shape(got) == tuple((want @ w.to("meta")).shape)
