@@ -359,21 +359,22 @@ COLD_END
                         continue;                                                                          \
                     }                                                                                      \
                     int64_t y = tgt[r];                                                                    \
-                    if (y == ignore) {                                                                     \
-                        for (int64_t c = 0; c < C; c++) o[c] = 0;                                          \
+                    if (y == ignore) { /* torch's 0 - softmax * 0, and its smoothing's 0 * w: NaN where */ \
+                        T z = ec != 0 ? W * (T)0 : (T)0;      /* the row's logits or the weights are */     \
+                        for (int64_t c = 0; c < C; c++) o[c] = coef ? z : z - sm[c] * (T)0;                \
                         if (coef) Aout[r] = 0;                                                             \
                         continue;                                                                          \
                     }                                                                                      \
                     T wy = w ? w[y] : (T)1;                                                                \
-                    T A = keep * wy + ec * W;                                                              \
+                    T A = ec != 0 ? keep * wy + ec * W : wy; /* without smoothing only w[y] is read */     \
                     if (coef) {                                                                            \
-                        for (int64_t c = 0; c < C; c++) o[c] = ec * (w ? w[c] : (T)1);                    \
+                        for (int64_t c = 0; c < C; c++) o[c] = ec != 0 ? ec * (w ? w[c] : (T)1) : (T)0;   \
                         o[y] += keep * wy;                                                                 \
                         Aout[r] = A;                                                                       \
                         continue;                                                                          \
                     }                                                                                      \
                     T gA = g * A, ge = g * ec;                                                             \
-                    if (w)                                                                                 \
+                    if (w && ec != 0)                                                                      \
                         for (int64_t c = 0; c < C; c++) o[c] = sm[c] * gA - ge * w[c];                     \
                     else                                                                                   \
                         for (int64_t c = 0; c < C; c++) o[c] = sm[c] * gA - ge;                            \

@@ -293,6 +293,42 @@ def test_class_losses_extreme_logits():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, F64], ids=str)
+def test_cross_entropy_grad_non_finite_weights_and_ignored_rows(dtype):
+    """torch's gradient reads only w[target] without smoothing (a NaN or inf weight
+    of another class leaves it finite); an ignored row's is 0 - softmax * 0 (NaN
+    where its logits are NaN or +inf) and, with smoothing, 0 * w summed (NaN for
+    non-finite weights); fused and create_graph alike"""
+    g = torch.Generator().manual_seed(11)
+    for trial in range(90):
+        n, c = 2 + trial % 3, 3 + trial % 2
+        x = torch.randn(n, c, generator=g, dtype=F64)
+        t = torch.randint(0, c, (n,), generator=g)
+        ig = [-100, 0, 1][trial % 3]
+        if trial % 4 == 0:
+            t[0] = ig if ig >= 0 else -100
+        w = torch.rand(c, generator=g, dtype=F64) + 0.5 if trial % 2 else None
+        if w is not None and trial % 5 < 3:
+            w[trial % c] = [math.nan, math.inf, -math.inf][trial % 3]
+        if trial % 7 < 3:
+            x[0, trial % c] = [math.nan, math.inf, -math.inf][trial % 3]
+        x, w = x.to(dtype), None if w is None else w.to(dtype)
+        ls = [0.0, 0.0, 0.2][trial % 3]
+        for red, rname in enumerate(["none", "mean", "sum"]):
+            xt = x.clone().requires_grad_()
+            out = Fn.cross_entropy(xt, t, weight=w, reduction=rname, ignore_index=ig, label_smoothing=ls)
+            go = torch.randn(out.shape, generator=g, dtype=F64).to(dtype)
+            want, = torch.autograd.grad(out, xt, go)
+            for cg in (False, True):
+                hx = leaf(x)
+                ho = ct.check(lib.ct_cross_entropy(hx, ct.from_torch(t), None if w is None else ct.from_torch(w), red,
+                                                   ig, ls))
+                got = ct.to_torch(grads(ho, [hx], go, cg)[0])
+                tol = 1e-5 if dtype == torch.float32 else 1e-10
+                assert torch.allclose(got, want, rtol=tol, atol=tol, equal_nan=True), \
+                    f"trial {trial} {rname} create_graph={cg}: {got} != {want}"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64], ids=str)
 def test_log_softmax_and_cross_entropy_keep_digits(dtype):
     """log_softmax is (x - max) - log(sum(exp(x - max))) in that order, as torch:
     large logits keep their digits, and an inf logit anywhere in a row gives NaN."""
