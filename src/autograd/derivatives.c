@@ -17,11 +17,12 @@ static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) {
 }
 #define MASKED(a, cond) masked(a, cond)
 /* torch's elu_backward of the input: g alpha e^x where x <= 0, else g (+inf
- * and NaN too) */
+ * and NaN too). e^x of x where x < 0 (else of 0): its own derivative is then
+ * torch's elu_double_backward, 0 from x = 0 up, not NaN where e^x overflows */
 static TensorImpl *elu_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x, double alpha) {
     (void)c;
-    TensorImpl *neg = BINS(le, x, 0);
-    return ADD(masked(MUL(g, MULS(EXP(x), alpha)), neg), masked(g, UN(logical_not, neg)));
+    TensorImpl *neg = BINS(le, x, 0), *e = EXP(masked(x, BINS(lt, x, 0)));
+    return ADD(masked(MUL(g, MULS(e, alpha)), neg), masked(g, UN(logical_not, neg)));
 }
 #define ELU_BWD(g, x, a) elu_bwd(c, g, x, a)
 /* relu's gradient: g where r > 0 (or r is NaN), else 0 (even where g is NaN) */

@@ -714,6 +714,14 @@ def test_activations(name, cfn, tfn):
         ct.assert_close(ct.check(cfn(ct.from_torch(xd))), tfn(xd.float()).to(dt), rtol=TOL[dt], atol=TOL[dt])
 
 
+@pytest.mark.parametrize("name,cfn,tfn", ACTS)
+def test_activations_at_edges(name, cfn, tfn):
+    """first and second derivatives at the kinks (0, the bounds), where e^x
+    overflows (elu's was NaN from 710 up) and at infinities, as torch's"""
+    x = torch.tensor([0.0, -0.0, 0.7, -0.5, 6.0, 710.0, 800.0, 1e30, -800.0, -1.0, math.inf, -math.inf], dtype=F64)
+    check_fn(cfn, tfn, [x], [0], f"{name} edges")
+
+
 # ------------------------------------------------------------------ meta and names
 
 def meta(t):
