@@ -1,5 +1,6 @@
 """Edge cases found by differential fuzzing against torch 1.13: each test pins
 one general rule (torch's answer on the case is the expected value)."""
+import math
 from ctypes import c_bool, c_double, c_int, c_int64, c_void_p
 
 import pytest
@@ -131,6 +132,9 @@ ACTS = [("hardtanh(2, 1)", lambda x: lib.ct_hardtanh(x, 2.0, 1.0), lambda t: tor
         ("relu6", lambda x: lib.ct_relu6(x), torch.nn.functional.relu6),
         ("leaky_relu", lambda x: lib.ct_leaky_relu(x, 0.01), torch.nn.functional.leaky_relu),
         ("elu", lambda x: lib.ct_elu(x, 1.0), torch.nn.functional.elu)]
+ACTS += [(f"hardtanh({lo}, {hi})", lambda x, lo=lo, hi=hi: lib.ct_hardtanh(x, lo, hi),
+          lambda t, lo=lo, hi=hi: torch.nn.functional.hardtanh(t, lo, hi))  # bounds as int64 first
+         for lo, hi in [(-math.inf, 1.0), (-1.0, math.inf), (-1e30, 2.0), (-1.5, 2.5), (-300.0, 2.0)]]
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.uint8, torch.float32, torch.bool], ids=str)
