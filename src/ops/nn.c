@@ -107,6 +107,10 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
                                  c10_dtype_cname(target->dtype));
         g->prob = true;
     } else {
+        if (x->ndim != 1 && target->ndim == 0) /* torch reads a 0-dim target's batch as 0 */
+            return x->sizes[0] ? c10_error_int("%s: Expected input batch_size (%lld) to match target batch_size (0).",
+                                               op, (long long)x->sizes[0])
+                               : c10_error_int("%s: Dimension specified as 0 but tensor has no dimensions", op);
         if (x->ndim != 1 && target->ndim > 0 && x->sizes[0] != target->sizes[0])
             return c10_error_int("%s: Expected input batch_size (%lld) to match target batch_size (%lld).", op,
                                  (long long)x->sizes[0], (long long)target->sizes[0]);

@@ -379,6 +379,14 @@ def test_class_loss_errors():
     for fn, msg in cases:
         err = error_of(fn)
         assert err and msg in err, f"want {msg!r}, got {err!r}"
+    for shape in [(4, 2), (0, 2), (1, 2), (4, 2, 3), (2, 3, 4, 5)]:  # a 0-dim target for a batch
+        xs, t = randn(*shape), torch.tensor(1)
+        for cfn, tfn in [(lambda: lib.ct_nll_loss(ct.from_torch(xs), ct.from_torch(t), None, 1, -100), Fn.nll_loss),
+                         (lambda: lib.ct_cross_entropy(ct.from_torch(xs), ct.from_torch(t), None, 1, -100, 0.0),
+                          Fn.cross_entropy)]:
+            want = ct.torch_error(lambda: tfn(xs, t))
+            ct.clear_error()
+            ct.assert_error(cfn(), want, what=f"{tfn.__name__}({shape}, 0-dim target): ")
 
 
 def test_weight_not_differentiable():
