@@ -140,15 +140,20 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
             }
         }
     }
-    if (weight && (weight->ndim != 1 || weight->numel != g->C))
+    if (weight && (weight->ndim != 1 || weight->numel != g->C)) {
+        if (!g->prob && x->ndim > 2) /* nll_loss2d's words */
+            return c10_error_int("%s: weight tensor should be defined either for all or no classes", op);
         return c10_error_int("%s: weight tensor should be defined either for all %lld classes or no classes but got "
                              "weight tensor of shape: %s", op, (long long)g->C,
                              c10_shape_str(weight->sizes, weight->ndim));
+    }
+    if (!c10_is_float(x->dtype)) /* torch's kernels' names; the target's dtype is read inside */
+        return c10_error_int("%s: \"%s\" not implemented for '%s'", op,
+                             x->ndim <= 2 ? "nll_loss_out_frame" : "nll_loss2d_forward_out_frame",
+                             c10_dtype_cname(x->dtype));
     /* nll_loss (not nll_loss2d) takes uint8 class indices too, as torch's */
     if (!g->prob && target->dtype != CT_INT64 && !(target->dtype == CT_UINT8 && x->ndim <= 2))
         return c10_error_int("%s: expected scalar type Long but found %s", op, c10_dtype_cname(target->dtype));
-    if (!c10_is_float(x->dtype))
-        return c10_error_int("\"%s\" not implemented for '%s'", op, c10_dtype_cname(x->dtype));
     if (!g->prob && weight && weight->dtype != x->dtype) /* with class indices, torch casts nothing */
         return c10_error_int("%s: expected scalar type %s but found %s", op, c10_dtype_cname(x->dtype),
                              c10_dtype_cname(weight->dtype));
@@ -436,6 +441,32 @@ static TensorImpl *finish_loss(const double *loss, const ClassGeom *g, int64_t r
     return c10_scalar_tensor(s, dt, dev);
 }
 
+/* What torch's cross_entropy looks at before nll_loss's checks: with class
+ * probabilities (the input's shape) the target's dtype, ignore_index, the
+ * class dim and the weight's size; then log_softmax of the input over the
+ * class dim (which names its kernel for a non-empty integer input). */
+static int ce_first_checks(const TensorImpl *x, const TensorImpl *t, const TensorImpl *w, int64_t ignore) {
+    if (x->ndim == t->ndim && !memcmp(x->sizes, t->sizes, sizeof(int64_t) * (size_t)x->ndim)) {
+        if (!c10_is_float(t->dtype))
+            return c10_error_int("cross_entropy: Expected floating point type for target with class probabilities, "
+                                 "got %s", c10_dtype_cname(t->dtype));
+        if (ignore >= 0) return c10_error_int("cross_entropy: ignore_index is not supported for floating point target");
+        if (x->ndim == 0) return c10_error_int("cross_entropy: Dimension specified as 1 but tensor has no dimensions");
+        int64_t C = x->sizes[x->ndim == 1 ? 0 : 1];
+        if (w && (w->ndim != 1 || w->numel != C))
+            return c10_error_int("cross_entropy: weight tensor should be defined either for all %lld classes or no "
+                                 "classes but got weight tensor of shape: %s", (long long)C,
+                                 c10_shape_str(w->sizes, w->ndim));
+    } else if (x->ndim == 0) {
+        return c10_error_int("cross_entropy: Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+    }
+    if (!c10_is_float(x->dtype) && x->numel > 0)
+        return c10_error_int("cross_entropy: \"%s\" not implemented for '%s'",
+                             x->ndim <= 2 ? "log_softmax_lastdim_kernel_impl" : "softmax_kernel_impl",
+                             c10_dtype_cname(x->dtype));
+    return 0;
+}
+
 /* t[0] input (logits) [C] / [N, C] / [N, C, d...]; t[1] target: int64 class
  * indices of the loss's shape, or class probabilities of the input's shape;
  * t[2] weight [C] or NULL. i: reduction, ignore_index. s: label_smoothing.
@@ -448,10 +479,9 @@ int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
     if (!check_reduction("cross_entropy", reduction)) return -1;
     if (!(eps >= 0 && eps <= 1)) /* (the API takes a negative one as 0, as torch) */
         return c10_error_int("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: %g", eps);
+    if (ce_first_checks(x, target, w, ignore) < 0) return -1;
     ClassGeom g;
     if (nn_class_geom("cross_entropy", x, target, w, true, &g) < 0) return -1;
-    if (g.prob && ignore >= 0)
-        return c10_error_int("cross_entropy: ignore_index is not supported for floating point target");
     ct_dtype cd = c10_opmath(x->dtype);
     int64_t R = g.R;
     if (x->device == CT_META) ONE(finish_loss(NULL, &g, reduction, 1, x->dtype, CT_META));
