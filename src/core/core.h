@@ -309,6 +309,10 @@ CT_INTERNAL bool c10_view_strides(const TensorImpl *t, const int64_t *shape, int
 /* Resolves one -1 in shape against numel; "shape '[2, -1]' is invalid for input of size 5". */
 CT_INTERNAL int c10_infer_shape(const char *op, int64_t *shape, int ndim, int64_t numel);
 CT_INTERNAL TensorImpl *c10_slice(const TensorImpl *t, int dim, int64_t start, int64_t end, int64_t step);
+/* torch's checks of narrow(start, length) along a dim of size cur: start wraps as a
+ * dim index would (unless it is cur itself), start + length stays within cur;
+ * 0 with *start made non-negative, or -1 with the message */
+CT_INTERNAL int c10_narrow_check(int64_t cur, int64_t *start, int64_t length);
 CT_INTERNAL TensorImpl *c10_narrow(const TensorImpl *t, int dim, int64_t start, int64_t length);
 CT_INTERNAL TensorImpl *c10_select(const TensorImpl *t, int dim, int64_t index);
 CT_INTERNAL TensorImpl *c10_transpose(const TensorImpl *t, int dim0, int dim1);

@@ -143,20 +143,25 @@ TensorImpl *c10_slice(const TensorImpl *t, int dim, int64_t start, int64_t end, 
     return restride(t, sizes, strides, t->ndim, t->offset + start * t->strides[d]);
 }
 
+int c10_narrow_check(int64_t cur, int64_t *start, int64_t length) {
+    int64_t s = *start, n = cur ? cur : 1; /* torch 1.13 wraps start as a dim (a size of 0 as 1) */
+    if (s != cur) {                        /* start == size is valid (an empty narrow), not a dim to wrap */
+        if (s < -n || s >= n)
+            return c10_error_int("Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                                 (long long)-n, (long long)(n - 1), (long long)s);
+        if (s < 0) s += n;
+    }
+    if (length < 0 || s > cur - length)
+        return c10_error_int("start (%lld) + length (%lld) exceeds dimension size (%lld).", (long long)s,
+                             (long long)length, (long long)cur);
+    *start = s;
+    return 0;
+}
+
 TensorImpl *c10_narrow(const TensorImpl *t, int dim, int64_t start, int64_t length) {
     if (t->ndim == 0) return c10_error("narrow() cannot be applied to a 0-dim tensor.");
     int d = c10_wrap_dim(dim, t->ndim);
-    if (d < 0) return NULL;
-    int64_t cur = t->sizes[d];
-    if (start != cur) { /* start == size is valid (an empty narrow), not a dim to wrap */
-        if (start < -cur || start >= cur)
-            return c10_error("start out of range (expected to be in range of [%lld, %lld], but got %lld)",
-                             (long long)-cur, (long long)(cur - 1), (long long)start);
-        if (start < 0) start += cur;
-    }
-    if (length < 0 || start > cur - length)
-        return c10_error("start (%lld) + length (%lld) exceeds dimension size (%lld).", (long long)start,
-                         (long long)length, (long long)cur);
+    if (d < 0 || c10_narrow_check(t->sizes[d], &start, length) < 0) return NULL;
     return c10_slice(t, d, start, start + length, 1);
 }
 

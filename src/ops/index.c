@@ -1528,13 +1528,10 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
         int d = self->ndim - 1 - k;
         int64_t lo = a->i[2 * k], hi = a->i[2 * k + 1], cur = self->sizes[d];
         positive |= lo > 0 || hi > 0;
-        if (lo < 0 && cur + lo < 0)
-            return c10_error_int("pad: start (%lld) + length (%lld) exceeds dimension size (%lld).", (long long)-lo,
-                                 (long long)(cur + lo), (long long)cur);
+        int64_t s0 = -lo, s1 = 0; /* torch's narrows of the crops */
+        if (lo < 0 && c10_narrow_check(cur, &s0, cur + lo) < 0) return -1;
         cur += lo < 0 ? lo : 0;
-        if (hi < 0 && cur + hi < 0)
-            return c10_error_int("pad: start (0) + length (%lld) exceeds dimension size (%lld).", (long long)(cur + hi),
-                                 (long long)cur);
+        if (hi < 0 && c10_narrow_check(cur, &s1, cur + hi) < 0) return -1;
     }
     for (int k = 0; k < np / 2; k++) {
         int d = self->ndim - 1 - k;

@@ -10,6 +10,7 @@ the same call to both and checks:
     contains torch's message (ours start with "op: ").
 A test whose functions the library does not export yet is skipped with the names.
 """
+import ctypes
 import itertools
 import math
 
@@ -213,8 +214,8 @@ def as_strided_msg(m):
 
 def narrow_msg(m):
     """torch 1.13 reports a narrow start out of range with the dim-wrapping text
-    ("Dimension out of range (expected ...)"); later versions say "start out of
-    range (...)", as ctorch does. The range and the value must still match."""
+    ("Dimension out of range (expected ...)"), as ctorch does; later versions say
+    "start out of range (...)". The range and the value must match."""
     return m.replace("Dimension out of range", "out of range")
 
 
@@ -863,3 +864,27 @@ REPR_CASES = [
 def test_repr_matches_torch(k):
     t = REPR_CASES[k]()
     assert ct.repr_of(ct.from_torch(t)) == repr(t)
+
+
+def test_narrow_and_pad_crops_check_as_torch():
+    """torch 1.13's narrow wraps start as a dim index (a size of 0 counts as 1)
+    unless start is the size itself, then checks start + length; pad's negative
+    pads are such narrows, the left crop first"""
+    ct.declare("ct_narrow", ct.T, [ct.CT, ctypes.c_int, ctypes.c_int64, ctypes.c_int64])
+    ct.declare("ct_pad", ct.T, [ct.CT, ct.I64P, ctypes.c_int, ctypes.c_double])
+    F = torch.nn.functional
+    for s in [(0,), (1,), (3,), (2, 0), (2, 3)]:
+        x = torch.zeros(s)
+        cases = [(f"narrow({st}, {ln})", lambda st=st, ln=ln: x.narrow(-1, st, ln),
+                  lambda st=st, ln=ln: lib.ct_narrow(ct.from_torch(x), -1, st, ln))
+                 for st in range(-5, 6) for ln in range(-2, 5)]
+        cases += [(f"pad({p})", lambda p=p: F.pad(x, p), lambda p=p: lib.ct_pad(ct.from_torch(x), i64(p), len(p), 0.0))
+                  for p in ([-1, 0], [0, -1], [-2, 0], [-1, -1], [-3, 1], [2, -4], [-1, 2], [0, 0, -1, 0])]
+        for what, tfn, cfn in cases:
+            want = ct.torch_error(tfn)
+            ct.clear_error()
+            got = cfn()
+            if want is None:
+                ct.assert_close(ct.check(got), tfn(), what=f"{s} {what}: ")
+            else:
+                ct.assert_error(got, want, what=f"{s} {what}: ")
