@@ -1919,12 +1919,12 @@ int fwd_one_hot(int op, const OpArgs *a, TensorImpl **out) {
 }
 
 static int emb_check(const TensorImpl *weight, const TensorImpl *indices) {
+    if (weight && weight->ndim != 2) return c10_error_int("embedding: 'weight' must be 2-D");
     if (indices->dtype != CT_INT64 && indices->dtype != CT_INT32)
         return c10_error_int("embedding: Expected tensor for argument #1 'indices' to have one of the following "
                              "scalar types: Long, Int; but got torch.%sTensor instead (while checking arguments for "
                              "embedding)",
                              c10_dtype_cname(indices->dtype));
-    if (weight && weight->ndim != 2) return c10_error_int("embedding: 'weight' must be 2-D");
     if (indices->ndim + 1 > CT_MAX_DIMS) return c10_error_int("embedding: too many dimensions");
     return 0;
 }
@@ -1933,17 +1933,22 @@ static int emb_check(const TensorImpl *weight, const TensorImpl *indices) {
 int fwd_embedding(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *w = a->t[0], *indices = a->t[1];
+    /* F.embedding's assert first, on positive ones only; a negative padding_idx
+     * matches no row, as at::embedding's (F.embedding's wrap is the caller's) */
+    if (a->i[0] > 0 && !w->ndim) return c10_error_int("embedding: Dimension specified as 0 but tensor has no dimensions");
+    if (a->i[0] > 0 && a->i[0] >= w->sizes[0])
+        return c10_error_int("embedding: Padding_idx must be within num_embeddings");
     if (!same_device("embedding", w, indices) || emb_check(w, indices) < 0) return -1;
     int64_t N = w->sizes[0], D = w->sizes[1];
-    /* at::embedding's: a negative padding_idx matches no row (F.embedding's wrap is the caller's) */
-    if (a->i[0] >= N) return c10_error_int("embedding: Padding_idx must be within num_embeddings");
     int64_t sizes[CT_MAX_DIMS];
     memcpy(sizes, indices->sizes, sizeof(int64_t) * (size_t)indices->ndim);
     sizes[indices->ndim] = D;
     TensorImpl *o = c10_empty(sizes, indices->ndim + 1, w->dtype, w->device);
     if (!o || o->device == CT_META || indices->numel == 0) return (out[0] = o) ? 1 : -1;
     TensorImpl *idx = as_long(indices), *wc = idx ? at_contiguous(w) : NULL;
-    int r = wc ? check_range("embedding", ldata(idx), idx->numel, N, false) : -1; /* rows of 0 too */
+    int r = -1; /* weight.index_select(0, indices)'s checks: rows of 0 too */
+    if (wc && N == 0) c10_error_int("index_select(): self indexing axis dim should be positive");
+    else if (wc) r = check_range("embedding", ldata(idx), idx->numel, N, w->numel == 0);
     if (r == 0 && D > 0) {
         const int64_t *ip = ldata(idx);
         size_t row = (size_t)D * c10_elsize[w->dtype];

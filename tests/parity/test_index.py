@@ -1000,6 +1000,28 @@ def test_embedding(dtype):
     expect_error(lib.ct_embedding(h(v), h(torch.tensor([0])), -1), lambda: F.embedding(torch.tensor([0]), v))
 
 
+def test_embedding_checks_as_torch():
+    """torch's order: 'weight' must be 2-D before the indices' dtype; the range is
+    weight.index_select(0, ...)'s (a weight of 0 columns names the index, of 0 rows
+    refuses any index); F.embedding asserts only a positive padding_idx"""
+    for ws in [(5, 3), (5, 0), (0, 3), (5,), (), (9,)]:
+        for idx in ([1], [5], [-1], [], [[0, 2], [4, 1]]):
+            for it in (torch.int64, torch.int32, torch.int16, torch.float32):
+                for pad in (None, 0, 2, 7):
+                    w, i = torch.zeros(ws), torch.tensor(idx, dtype=it)
+                    what = f"embedding({ws}, {idx} {it}, padding_idx={pad}): "
+                    try:  # F.embedding asserts padding_idx in Python
+                        err = ct.torch_error(lambda: F.embedding(i, w, padding_idx=pad))
+                    except AssertionError as e:
+                        err = str(e)
+                    ct.clear_error()
+                    got = lib.ct_embedding(h(w), h(i), -1 if pad is None else pad)
+                    if err is not None:
+                        ct.assert_error(got, err, what=what)
+                    else:
+                        close(got, F.embedding(i, w, padding_idx=pad), what=what)
+
+
 def test_embedding_grad():
     w = rand((6, 3))
     idx = torch.tensor([[0, 5, 2], [2, 2, 1]])
