@@ -365,11 +365,11 @@ int ct_split(const ct_tensor *h, int64_t split_size, int dim, ct_tensor **out, i
     if (!t) return -1;
     if (!out) return c10_error_int("invalid argument: out is NULL");
     if (t->ndim == 0) return c10_error_int("split expects at least a 1-dimensional tensor");
+    if (split_size < 0)
+        return c10_error_int("split expects split_size be non-negative, but got split_size=%lld", (long long)split_size);
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return -1;
     int64_t size = t->sizes[d];
-    if (split_size < 0)
-        return c10_error_int("split expects split_size be non-negative, but got split_size=%lld", (long long)split_size);
     if (split_size == 0 && size != 0)
         return c10_error_int("split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
                              (long long)size);

@@ -188,6 +188,8 @@ int fwd_cat(int op, const OpArgs *a, TensorImpl **out) {
 
 static TensorImpl *index_stack_impl(TensorImpl *const *ts, int n, int64_t dim_in) {
     if (n <= 0) return c10_error("stack expects a non-empty TensorList");
+    int dim = c10_wrap_dim(dim_in, ts[0]->ndim + 1); /* torch: the dim before the sizes */
+    if (dim < 0) return prefix_error_p("stack");
     for (int k = 1; k < n; k++) {
         bool same = ts[k]->ndim == ts[0]->ndim;
         for (int d = 0; same && d < ts[0]->ndim; d++) same = ts[k]->sizes[d] == ts[0]->sizes[d];
@@ -195,8 +197,6 @@ static TensorImpl *index_stack_impl(TensorImpl *const *ts, int n, int64_t dim_in
             return c10_error("stack expects each tensor to be equal size, but got %s at entry 0 and %s at entry %d",
                              c10_shape_str(ts[0]->sizes, ts[0]->ndim), c10_shape_str(ts[k]->sizes, ts[k]->ndim), k);
     }
-    int dim = c10_wrap_dim(dim_in, ts[0]->ndim + 1);
-    if (dim < 0) return prefix_error_p("stack");
     TensorImpl **u = calloc((size_t)n, sizeof *u);
     if (!u) return c10_error("out of memory");
     TensorImpl *o = NULL;
@@ -652,7 +652,8 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     if (!same_device(op, self, index) || !same_device(op, self, src)) return -1;
     int dim = c10_wrap_dim(a->i[0], self->ndim);
     if (dim < 0) return prefix_error(op);
-    if (index->dtype != CT_INT64 && index->numel) return c10_error_int("%s(): Expected dtype int64 for index", op);
+    if (index->dtype != CT_INT64 && index->numel) /* torch's words for scatter_add too */
+        return c10_error_int("scatter(): Expected dtype int64 for index");
     if (src && src->dtype != self->dtype)
         return c10_error_int("scatter(): Expected self.dtype to be equal to src.dtype"); /* torch's, for both */
     if (gs_check(op, self, dim, index, src, false) < 0) return -1;
@@ -663,11 +664,16 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     int r = a->dst ? 0 : copy_into(o, self);
     if (r == 0 && index->numel) {
         idx = as_long(index);
-        sv = has_src ? c10_retain(src) : c10_scalar_tensor(a->s[0], self->dtype, CT_CPU);
         GSWalk w, ws;
-        if (!idx || !sv) r = -1;
-        else {
-            gs_walk_init(&w, idx, o, NULL, dim);
+        if (idx) gs_walk_init(&w, idx, o, NULL, dim);
+        if (!idx) {
+            r = -1;
+        } else if (!has_src && c10_check_value_fits(a->s[0], self->dtype) < 0) {
+            gs_validate(op, &w, ldata(idx), idx->numel); /* torch: a bad index is named first */
+            r = -1;
+        } else if (!(sv = has_src ? c10_retain(src) : c10_scalar_tensor(a->s[0], self->dtype, CT_CPU))) {
+            r = -1;
+        } else {
             gs_walk_init(&ws, idx, sv, sv, dim);
             /* in place, before any write; an empty dim has no element 0 to write at */
             if (a->dst || w.dimsize == 0) r = gs_validate(op, &w, ldata(idx), idx->numel);
@@ -722,8 +728,7 @@ int fwd_scatter(int op, const OpArgs *a, TensorImpl **out) {
 /* t[0] self, t[1] index; i: dim; s[0]: value. dst: in place */
 int fwd_scatter_value(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    if (c10_check_value_fits(a->s[0], a->t[0]->dtype) < 0) return -1;
-    return scatter_common("scatter", a, out, 0, false);
+    return scatter_common("scatter", a, out, 0, false); /* the value's range after the index's checks */
 }
 /* t[0] self, t[1] index, t[2] src; i: dim. dst: in place */
 int fwd_scatter_add(int op, const OpArgs *a, TensorImpl **out) {
@@ -1862,7 +1867,8 @@ int fwd_topk(int op, const OpArgs *a, TensorImpl **out) {
     if (dim < 0) return prefix_error("topk");
     int64_t k = a->i[0], n = self->ndim ? self->sizes[dim] : 1;
     if (k < 0 || k > n) return c10_error_int("topk: selected index k out of range");
-    if (self->dtype == CT_BOOL) return c10_error_int("\"topk_cpu\" not implemented for 'Bool'");
+    if (self->dtype == CT_BOOL && self->ndim) /* torch: a 0-dim tensor is returned before the kernel */
+        return c10_error_int("\"topk_cpu\" not implemented for 'Bool'");
     if (self->ndim == 0) k = 1; /* torch: a 0-dim tensor is its own top 0 or 1 */
     int64_t sizes[CT_MAX_DIMS];
     memcpy(sizes, self->sizes, sizeof sizes);

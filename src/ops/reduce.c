@@ -1123,15 +1123,18 @@ int fwd_take_dim(int op, const OpArgs *a, TensorImpl **out) {
 int fwd_amax(int op, const OpArgs *a, TensorImpl **out) {
     const TensorImpl *t = a->t[0];
     const char *name = op == OP_amax ? "amax" : "amin";
+    for (int k = 0; k < (int)a->i[1] && k < a->ni - 2; k++) { /* torch: each dim in turn, named as given, */
+        int d = wrap_dim(name, a->i[2 + k], t->ndim);     /* before the list's duplicates */
+        if (d < 0) return -1;
+        if (t->ndim && t->sizes[d] == 0)
+            return c10_error_int("%s(): Expected reduction dim %lld to have non-zero size.", name,
+                                 (long long)a->i[2 + k]);
+    }
     bool mask[CT_MAX_DIMS], keepdim;
     if (parse_list(name, a, mask, &keepdim) < 0) return -1;
     if (a->i[1] == 0 && t->numel == 0)
         return c10_error_int("%s(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
                              "reduction dim with the 'dim' argument.", name);
-    for (int k = 0; k < (int)a->i[1]; k++) /* torch names the dim as given */
-        if (t->ndim && t->sizes[c10_wrap_dim(a->i[2 + k], t->ndim)] == 0)
-            return c10_error_int("%s(): Expected reduction dim %lld to have non-zero size.", name,
-                                 (long long)a->i[2 + k]);
     RCtx c = {.fin = FIN_VALUE};
     ONE(reduce_into(t, mask, keepdim, t->dtype, op == OP_amax ? RK_AMAX : RK_AMIN, &c));
 }

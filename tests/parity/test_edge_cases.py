@@ -769,3 +769,47 @@ def test_to_meta_keeps_dense_layouts_only():
         w = torch.randn(v.shape[-1], 2)
         got = ct.check(lib.ct_matmul(m, lib.ct_to_device(h(w), ct.CT_META)))
         assert ct.shape(got) == tuple((want @ w.to("meta")).shape)
+
+
+def test_shape_and_reduction_check_order():
+    """which check torch makes first: scatter_add's index dtype in scatter's words;
+    scatter's value range after the index's dtype and bounds (an empty index takes
+    any value); stack's dim before the sizes; split's negative size before the
+    dim; amax / amin's empty dims in turn before duplicates; topk of a 0-dim bool"""
+    for n, r, a in [("ct_scatter_add", T, [CT, c_int, CT, CT]), ("ct_scatter_value", T, [CT, c_int, CT, c_double]),
+                    ("ct_stack", T, [TP, c_int, c_int]), ("ct_split", c_int, [CT, c_int64, c_int, TP, c_int]),
+                    ("ct_amax", T, [CT, INTP, c_int, c_bool]), ("ct_amin", T, [CT, INTP, c_int, c_bool]),
+                    ("ct_topk", c_int, [CT, c_int64, c_int, c_bool, c_bool, TP, TP])]:
+        ct.declare(n, r, a)
+    x, xi = torch.zeros(3, 4), torch.zeros(3, 4, dtype=torch.int32)
+    out, v, ix = (ct.T * 8)(), (ct.T * 1)(), (ct.T * 1)()
+    cases = [("scatter_add int32 index", lambda: x.scatter_add(0, torch.zeros(1, 4, dtype=torch.int32), x),
+              lambda: lib.ct_scatter_add(h(x), 0, h(torch.zeros(1, 4, dtype=torch.int32)), h(x)))]
+    for idx in (torch.zeros(1, 4, dtype=torch.long), torch.zeros(0, dtype=torch.long), torch.full((1, 4), 7),
+                torch.zeros(1, 4, dtype=torch.int32)):
+        for val in (math.nan, 1e10, 2.0):
+            cases.append((f"scatter({idx.tolist()}, {val})", lambda idx=idx, val=val: xi.scatter(0, idx, val),
+                          lambda idx=idx, val=val: lib.ct_scatter_value(h(xi), 0, h(idx), val)))
+    a, b = torch.zeros(2, 3), torch.zeros(4, 3)
+    for d in (3, -4, 1):
+        cases.append((f"stack dim {d}", lambda d=d: torch.stack([a, b], d),
+                      lambda d=d: lib.ct_stack((ct.T * 2)(h(a), h(b)), 2, d)))
+    for t, size, d in [(torch.zeros(0), -1, 1), (torch.zeros(3), 0, 3), (torch.zeros(3), 0, 0), (torch.tensor(1.), -1, 3)]:
+        cases.append((f"split({tuple(t.shape)}, {size}, {d})", lambda t=t, size=size, d=d: t.split(size, d),
+                      lambda t=t, size=size, d=d: (lambda r: None if r < 0 else r)(lib.ct_split(h(t), size, d, out, 8))))
+    e = torch.zeros(0, 3)
+    for dims in ((0, 0), (0, 2), (-2, 0), (1, 1), (2, 0)):
+        for name in ("amax", "amin"):
+            cases.append((f"{name}{dims}", lambda name=name, dims=dims: getattr(torch, name)(e, dims),
+                          lambda name=name, dims=dims: getattr(lib, "ct_" + name)(h(e), i32(list(dims)), len(dims), False)))
+    for t in (torch.tensor(True), torch.tensor([True, False])):
+        cases.append((f"topk {t.tolist()}", lambda t=t: torch.topk(t, 1),
+                      lambda t=t: (lambda r: None if r < 0 else v[0])(lib.ct_topk(h(t), 1, -1, True, True, v, ix))))
+    for what, tfn, cfn in cases:
+        want = ct.torch_error(tfn)
+        ct.clear_error()
+        got = cfn()
+        if want is None:
+            assert got, f"{what}: torch succeeds, ctorch: {ct.last_error()}"
+        else:
+            ct.assert_error(got, want, what=what + ": ")
