@@ -840,6 +840,20 @@ static void adv_free(AdvIndex *ai) {
     memset(ai->di, 0, sizeof ai->di);
 }
 
+/* A mask's shape against self's dims from pos: -1 with torch's message */
+static int mask_check(const char *op, const TensorImpl *self, const TensorImpl *e, int pos) {
+    for (int j = 0; j < e->ndim; j++) {
+        if (pos + j >= self->ndim)
+            return c10_error_int("%s: Dimension out of range (expected to be in range of [%d, %d], but got %d)", op,
+                                 -self->ndim, self->ndim - 1, pos + j);
+        if (e->sizes[j] != self->sizes[pos + j])
+            return c10_error_int("%s: The shape of the mask %s at index %d does not match the shape of the indexed "
+                                 "tensor %s at index %d", op, c10_shape_str(e->sizes, e->ndim), j,
+                                 c10_shape_str(self->sizes, self->ndim), pos + j);
+    }
+    return 0;
+}
+
 /* Plans self[indices] (entries NULL = ':'; int64 = one dim; bool/uint8 = a mask
  * over as many dims as it has): the shapes, and each dim's index (adv_offsets
  * then checks their range and makes the offset tables). */
@@ -848,13 +862,16 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
     TensorImpl **di = ai->di;
     int pos = 0, r = -1;
     bool meta = self->device == CT_META;
-    int got = 0; /* the dims the entries index: a mask its own, others (NULL: ':') one */
-    for (int k = 0; k < n; k++)
-        got += ent[k] && (ent[k]->dtype == CT_BOOL || ent[k]->dtype == CT_UINT8) && ent[k]->ndim ? ent[k]->ndim : 1;
-    if (got > self->ndim) {
-        c10_error("%s: too many indices for tensor of dimension %d (got %d)", op, self->ndim, got);
+    /* torch's order: the entries' count, their dtypes, then each in turn */
+    if (n > self->ndim) {
+        c10_error("%s: too many indices for tensor of dimension %d (got %d)", op, self->ndim, n);
         goto done;
     }
+    for (int k = 0; k < n; k++)
+        if (ent[k] && ent[k]->dtype != CT_BOOL && ent[k]->dtype != CT_UINT8 && ent[k]->dtype != CT_INT64) {
+            c10_error("%s: tensors used as indices must be long, byte or bool tensors", op);
+            goto done;
+        }
     for (int k = 0; k < n; k++) {
         TensorImpl *e = ent[k];
         if (!e) {
@@ -867,14 +884,7 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
                 c10_error("%s: 0-dim boolean masks are not supported", op);
                 goto done;
             }
-            for (int j = 0; j < e->ndim; j++)
-                if (e->sizes[j] != self->sizes[pos + j]) {
-                    c10_error("%s: The shape of the mask %s at index %d does not match the shape of the indexed "
-                              "tensor %s at index %d",
-                              op, c10_shape_str(e->sizes, e->ndim), j, c10_shape_str(self->sizes, self->ndim),
-                              pos + j);
-                    goto done;
-                }
+            if (mask_check(op, self, e, pos) < 0) goto done;
             if (meta || e->device == CT_META) {
                 c10_error("%s: boolean mask indexing has a data-dependent shape and is not supported on the meta "
                           "device", op);
@@ -891,11 +901,13 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
             }
             c10_release(nz);
             pos += e->ndim;
-        } else if (e->dtype == CT_INT64) {
-            di[pos++] = c10_retain(e);
         } else {
-            c10_error("%s: tensors used as indices must be long, byte or bool tensors", op);
-            goto done;
+            if (pos >= self->ndim) { /* after masks took the dims */
+                c10_error("%s: Dimension out of range (expected to be in range of [%d, %d], but got %d)", op,
+                          -self->ndim, self->ndim - 1, pos);
+                goto done;
+            }
+            di[pos++] = c10_retain(e);
         }
     }
     /* broadcast the index shapes */
@@ -919,6 +931,11 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
         }
         nb = m;
     }
+    for (int d = 0; d < self->ndim; d++) /* torch's make_info: no index fits a dim of size 0 */
+        if (di[d] && self->sizes[d] == 0 && prod(b, nb) != 0) {
+            c10_error("%s: index is out of bounds for dimension with size 0", op);
+            goto done;
+        }
     if (first < 0) { /* no advanced index: a plain copy */
         nb = 0;
         first = last = self->ndim;
@@ -1064,6 +1081,16 @@ int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
     int masks = 0, defined = 0;
     for (int k = 2; k < a->nt; k++)
         if (a->t[k]) defined++, masks += a->t[k]->dtype == CT_BOOL || a->t[k]->dtype == CT_UINT8;
+    if (a->nt - 2 > self->ndim)
+        return c10_error_int("index_put: too many indices for tensor of dimension %d (got %d)", self->ndim, a->nt - 2);
+    if (!a->i[0] && values->numel == 1) /* torch's masked_fill dispatch: the leading masks' shapes first */
+        for (int k = 2, pos = 0; k < a->nt; k++) { /* up to its first mask */
+            TensorImpl *e = a->t[k];
+            if (e && e->dtype != CT_BOOL && e->dtype != CT_UINT8) break;
+            if (e && mask_check("index_put", self, e, pos) < 0) return -1;
+            if (e) break;
+            pos++;
+        }
     if (values->dtype != self->dtype && !a->i[0] && values->numel == 1 && masks == 1 && defined == 1) {
         double v = values->device == CT_META ? 0 : c10_get(values, 0);
         if ((c10_is_float(values->dtype) ? float_value_fits(v, self->dtype) : c10_check_value_fits(v, self->dtype)) < 0)
@@ -1076,11 +1103,7 @@ int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
 }
 
 static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, TensorImpl **out) {
-    if (values->dtype != self->dtype)
-        return c10_error_int("index_put: Index put requires the source and destination dtypes match, got %s for the "
-                             "destination and %s for the source.",
-                             c10_dtype_cname(self->dtype), c10_dtype_cname(values->dtype));
-    AdvIndex ai;
+    AdvIndex ai; /* torch's order: the indices, the value's shape, its dtype */
     if (adv_prepare("index_put", self, a->t + 2, a->nt - 2, &ai) < 0) return -1;
     int64_t bshape[CT_MAX_DIMS];
     if (c10_broadcast_shape(values->sizes, values->ndim, ai.out_sizes, ai.out_ndim, bshape) != ai.out_ndim ||
@@ -1089,6 +1112,12 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
         return c10_error_int("index_put: shape mismatch: value tensor of shape %s cannot be broadcast to indexing "
                              "result of shape %s",
                              c10_shape_str(values->sizes, values->ndim), c10_shape_str(ai.out_sizes, ai.out_ndim));
+    }
+    if (values->dtype != self->dtype) {
+        adv_free(&ai);
+        return c10_error_int("index_put: Index put requires the source and destination dtypes match, got %s for the "
+                             "destination and %s for the source.",
+                             c10_dtype_cname(self->dtype), c10_dtype_cname(values->dtype));
     }
     if (a->dst && c10_has_internal_overlap(a->dst)) {
         adv_free(&ai);

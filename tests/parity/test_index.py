@@ -5,6 +5,7 @@ addcdiv) with PyTorch: values for several dtypes and layouts (contiguous, transp
 sliced, expanded), 0-dim and empty tensors, NaN, PyTorch's error messages,
 out-of-range indices, meta-device shapes, and gradients (float64) against torch's."""
 import ctypes
+import warnings
 import math
 
 import pytest
@@ -1339,3 +1340,47 @@ def test_sort_keys_every_dtype(dtype):
                 tv = torch.topk(r, k, dim, largest=desc)[0]
                 got_v, got_i = ct_topk(v, k, dim, desc, True)
                 close(lib.ct_gather(h(v), dim, got_i), tv.to(dtype), f"topk k={k} largest={desc}: ")
+
+
+def test_index_and_index_put_check_order():
+    """torch's order for x[indices] and index_put: the entries' count, their dtypes,
+    the masks' shapes in turn (index_put with one value, not accumulating, looks at
+    its leading mask first: the masked_fill dispatch), an index past the dims, a
+    dim of size 0 no index fits, the value's shape, then its dtype; values where
+    torch succeeds"""
+    aten = torch.ops.aten
+    b = lambda *v: torch.tensor(v, dtype=torch.bool)  # noqa: E731
+    selfs = [torch.zeros(()), torch.zeros(3), torch.zeros(2, 3), torch.zeros(0, 3), torch.zeros(2, 0),
+             torch.zeros(2, 3, dtype=torch.float64), torch.zeros(3, 2)]
+    idxs = [[torch.tensor([0])], [torch.tensor(0)], [torch.tensor([5])], [b(True, False)],
+            [b([True, False, True], [False, False, True])], [None, torch.tensor([1, 2])],
+            [torch.tensor([0, 1]), torch.tensor([[2], [0]])], [torch.tensor([0.5])],
+            [torch.tensor([0]), torch.tensor([0]), torch.tensor([0])], [torch.tensor([1, 0, 1], dtype=torch.uint8)],
+            [b(True, False, True), torch.tensor([0.5])], [b(True, True, True), b(False, True)],
+            [torch.ones(3, 2, dtype=torch.bool), torch.tensor([0])],
+            [None, b(True, False, True)], [torch.ones(3, 3, dtype=torch.bool)]]
+    vals = [torch.tensor(1.0), torch.zeros(7), torch.ones(1), torch.ones(2, 1), torch.tensor(2.0, dtype=torch.float64),
+            torch.ones(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for x in selfs:
+            for ix in idxs:
+                hix = lambda: arr([None if i is None else h(i) for i in ix])  # noqa: E731
+                what = f"{tuple(x.shape)}{[None if i is None else (tuple(i.shape), str(i.dtype)) for i in ix]}"
+                err = ct.torch_error(lambda: aten.index(x, ix))
+                ct.clear_error()
+                got = lib.ct_index(h(x), hix(), len(ix))
+                if err is None:
+                    close(got, aten.index(x, ix), what=what)
+                else:
+                    ct.assert_error(got, err, what=what + ": ")
+                for v in vals:
+                    for acc in (False, True):
+                        w = f"index_put {what} {tuple(v.shape)} {v.dtype} acc={acc}: "
+                        err = ct.torch_error(lambda: aten.index_put(x, ix, v, acc))
+                        ct.clear_error()
+                        got = lib.ct_index_put(h(x), hix(), len(ix), h(v), acc)
+                        if err is None:
+                            close(got, aten.index_put(x, ix, v, acc), what=w)
+                        else:
+                            ct.assert_error(got, err, what=w)
