@@ -88,6 +88,9 @@ static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w
     const char *op = conv_name(g->nsp);
     int nsp = g->nsp;
     if (nsp != 1 && nsp != 2) return c10_error_int("convolution: %d spatial dims are not supported", nsp);
+    if (nsp == 2 && b && b->dtype != x->dtype) /* torch's conv2d looks at the bias's type first */
+        return c10_error_int("%s: Input type (%s) and bias type (%s) should be the same", op,
+                             c10_dtype_cpp_name(x->dtype), c10_dtype_cpp_name(b->dtype));
     if (x->ndim != nsp + 1 && x->ndim != nsp + 2)
         return c10_error_int("%s: Expected %dD (unbatched) or %dD (batched) input to %s, but got input of size: %s", op,
                              nsp + 1, nsp + 2, op, c10_shape_str(x->sizes, x->ndim));
@@ -100,21 +103,15 @@ static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w
         memcpy(xs + 1, x->sizes, sizeof(int64_t) * (size_t)(xnd - 1));
     }
     int k = w->ndim - 2;
+    if (g->groups <= 0) return c10_error_int("%s: non-positive groups is not supported", op);
     if (nsp == 2 && k != 2) /* conv2d's 2-element parameters against a weight of another rank */
         return c10_error_int("%s: expected stride to be a single integer value or a list of %d values to match the "
                              "convolution dimensions, but got stride=[%lld, %lld]",
                              op, k, (long long)i[1], (long long)i[2]);
-    if (g->groups <= 0) return c10_error_int("%s: non-positive groups is not supported", op);
     if ((nsp == 2 && (i[3] < 0 || i[4] < 0)) || (nsp == 1 && i[4] < 0))
         return c10_error_int("%s: negative padding is not supported", op);
     if ((nsp == 2 && (i[1] <= 0 || i[2] <= 0)) || (nsp == 1 && i[2] <= 0))
         return c10_error_int("%s: non-positive stride is not supported", op);
-    if ((nsp == 2 && i[5] <= 0) || i[6] <= 0) { /* torch: conv1d runs as conv2d of dilation [1, d] */
-        if (torch_mkldnn(x, w, xs, nsp, g->groups))
-            return c10_error_int("%s: non-positive dilation is not supported", op);
-        return c10_error_int("%s: dilation should be greater than zero, but got [%lld, %lld]", op,
-                             (long long)(nsp == 2 ? i[5] : 1), (long long)i[6]);
-    }
     if (w->ndim != xnd)
         return c10_error_int("%s: Expected %d-dimensional input for %d-dimensional weight %s, but got %d-dimensional "
                              "input of size %s instead",
@@ -148,6 +145,17 @@ static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w
         return c10_error_int("%s: Calculated padded input size per channel: (%lld). Kernel size: (%lld). Kernel size "
                              "can't be greater than actual input size",
                              op, (long long)in[1], (long long)ker[1]);
+    }
+    if (nsp == 1 && b && b->dtype != x->dtype && torch_mkldnn(x, w, xs, nsp, g->groups)) /* mkldnn's words */
+        return c10_error_int("%s: Input type (torch.%sTensor) and bias type (torch.%sTensor) should be the same or "
+                             "input should be a MKLDNN tensor and bias is a dense tensor", op,
+                             c10_dtype_cname(x->dtype), c10_dtype_cname(b->dtype));
+    if ((nsp == 2 && i[5] <= 0) || i[6] <= 0) { /* the backend's check, after the shapes (torch: conv1d runs
+                                                   as conv2d of dilation [1, d]) */
+        if (torch_mkldnn(x, w, xs, nsp, g->groups))
+            return c10_error_int("%s: non-positive dilation is not supported", op);
+        return c10_error_int("%s: dilation should be greater than zero, but got [%lld, %lld]", op,
+                             (long long)(nsp == 2 ? i[5] : 1), (long long)i[6]);
     }
     if (!at_same_device(op, x, w) || (b && !at_same_device(op, x, b))) return -1;
     /* torch's backend selection: inputs of no elements only with a zero batch or

@@ -728,3 +728,39 @@ def test_conv2d_depthwise_non_finite(bad):
         got = grads_of(hout, [hx, hw], gy)
         for k in range(2):
             ct.assert_close(got[k], want[k], rtol=1e-10, atol=1e-10, what=f"{bad} s{s} grad {k}: ")
+
+
+def test_conv_check_order():
+    """torch 1.13's order, pairs of faults: conv2d looks at the bias's type before
+    anything; then groups, the weight's rank, padding, stride, the weight's and
+    input's channels, the bias's shape, the kernel against the input; dilation is
+    the backend's check after those (mkldnn's words for float32), the input's and
+    weight's types after it. conv1d's mkldnn path words the bias's type its own way.
+    Not copied: torch's conv1d outside mkldnn takes a bias of another dtype."""
+    import itertools
+    for nd in (1, 2):
+        sp, ks = (6, 6)[:nd], (3, 3)[:nd]
+        base = dict(x=torch.zeros(2, 4, *sp), w=torch.zeros(6, 4, *ks), b=torch.zeros(6), s=1, p=0, d=1, g=1)
+        bads = {"pad": dict(p=-1), "stride": dict(s=0), "dil": dict(d=0), "wgroups": dict(w=torch.zeros(1, 2, *ks), g=2),
+                "wdiv": dict(w=torch.zeros(3, 2, *ks), g=2, b=torch.zeros(3)),
+                "bdtype": dict(b=torch.zeros(6, dtype=D)), "xdtype": dict(x=torch.zeros(2, 4, *sp, dtype=D)),
+                "chan": dict(x=torch.zeros(2, 5, *sp)), "bshape": dict(b=torch.zeros(5)),
+                "wdim": dict(w=torch.zeros(6, 4, 3, 3, 3)), "big": dict(w=torch.zeros(6, 4, *(9, 9)[:nd])),
+                "groups0": dict(g=0), "xw": dict(x=torch.zeros(2, 4, *sp, dtype=D), b=torch.zeros(6, dtype=D)),
+                "xdim": dict(x=torch.zeros(1, 2, 4, *sp)), "nob": dict(b=None), "one": dict(x=torch.zeros(1, 4, *sp))}
+        for (k1, v1), (k2, v2) in itertools.combinations(list(bads.items()) + [("none", {})], 2):
+            if set(v1) & set(v2) or (nd == 1 and {k1, k2} == {"bdtype", "one"}):
+                continue
+            a = dict(base, **v1, **v2)
+            tf = Fn.conv1d if nd == 1 else Fn.conv2d
+            want = ct.torch_error(lambda: tf(a["x"], a["w"], a["b"], a["s"], a["p"], a["d"], a["g"]))
+            ct.clear_error()
+            hb = h(a["b"])
+            if nd == 1:
+                got = lib.ct_conv1d(h(a["x"]), h(a["w"]), hb, a["s"], a["p"], a["d"], a["g"])
+            else:
+                got = ct_conv2d(h(a["x"]), h(a["w"]), hb, a["s"], a["p"], a["d"], a["g"])
+            if want is None:
+                ct.check(got)
+            else:
+                ct.assert_error(got, want, what=f"conv{nd}d {k1} + {k2}: ")
