@@ -738,6 +738,20 @@ static const char *torch_size(const TensorImpl *t) {
     return b;
 }
 
+/* A weight (or pos_weight, which torch puts first) may broadcast to the
+ * input's shape, not beyond it */
+static int pw_weight_check(const char *name, const TensorImpl *x, const TensorImpl *w, bool first) {
+    int64_t shape[CT_MAX_DIMS];
+    if (!w) return 0;
+    const TensorImpl *p = first ? w : x, *q = first ? x : w;
+    int nd = c10_broadcast_shape(p->sizes, p->ndim, q->sizes, q->ndim, shape);
+    if (nd < 0) return -1;
+    if (nd != x->ndim || memcmp(shape, x->sizes, sizeof(int64_t) * (size_t)nd))
+        return c10_error_int("%s: output with shape %s doesn't match the broadcast shape %s", name,
+                             c10_shape_str(x->sizes, x->ndim), c10_shape_str(shape, nd));
+    return 0;
+}
+
 /* Checks the pointwise losses' arguments; the compute dtype in *cd. */
 int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
     const PwInfo *pi = pw_info(op);
@@ -753,19 +767,19 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
     if (op == OP_binary_cross_entropy_with_logits && !same)
         return c10_error_int("%s: Target size (%s) must be the same as input size (%s)", name, torch_size(y),
                              torch_size(x));
+    int64_t bs[CT_MAX_DIMS]; /* F.mse_loss / l1_loss / smooth_l1_loss broadcast first */
+    if (op != OP_binary_cross_entropy && op != OP_binary_cross_entropy_with_logits &&
+        c10_broadcast_shape(x->sizes, x->ndim, y->sizes, y->ndim, bs) < 0)
+        return -1;
     if (op == OP_smooth_l1_loss && a->s[0] < 0)
         return c10_error_int("smooth_l1_loss does not support negative values for beta.");
-    /* a weight or pos_weight may broadcast to the input's shape, not beyond it */
-    for (int k = 2; k < a->nt; k++) {
-        int64_t shape[CT_MAX_DIMS];
-        if (!a->t[k]) continue;
-        const TensorImpl *p = k == 3 ? a->t[k] : x, *q = k == 3 ? x : a->t[k]; /* torch's operand order */
-        int nd = c10_broadcast_shape(p->sizes, p->ndim, q->sizes, q->ndim, shape);
-        if (nd < 0) return -1;
-        if (nd != x->ndim || memcmp(shape, x->sizes, sizeof(int64_t) * (size_t)nd))
-            return c10_error_int("%s: output with shape %s doesn't match the broadcast shape %s", name,
-                                 c10_shape_str(x->sizes, x->ndim), c10_shape_str(shape, nd));
-    }
+    /* binary_cross_entropy's weight, binary_cross_entropy_with_logits's pos_weight
+     * (its first op); the latter's weight after the dtypes (its last op) */
+    bool logits = op == OP_binary_cross_entropy_with_logits;
+    if (logits && x->dtype == CT_BOOL) /* its composite's first op: -input */
+        return c10_error_int("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                             "to invert a mask, use the `~` or `logical_not()` operator instead.");
+    if (a->nt > 2 && pw_weight_check(name, x, a->t[logits ? 3 : 2], logits) < 0) return -1;
     /* torch's dtypes: mse, l1 and smooth_l1 broadcast their operands first, so a
      * 0-dim one promotes as any tensor; binary_cross_entropy wants the target's
      * dtype to be the input's (the weight is cast), and the result of
@@ -780,9 +794,6 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
     } else if (op == OP_binary_cross_entropy_with_logits) {
         /* torch's composite: -input, 1 - target, then float results written
          * into tensors of the input's (integer) or the target's dtype */
-        if (x->dtype == CT_BOOL)
-            return c10_error_int("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
-                                 "to invert a mask, use the `~` or `logical_not()` operator instead.");
         if (y->dtype == CT_BOOL)
             return c10_error_int("Subtraction, the `-` operator, with two bool tensors is not supported. "
                                  "Use the `^` or `logical_xor()` operator instead.");
@@ -794,6 +805,7 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
     } else {
         d = c10_promote(x->dtype, y->dtype);
     }
+    if (logits && pw_weight_check(name, x, a->t[2], false) < 0) return -1;
     if (!c10_is_float(d) && op != OP_l1_loss)
         return c10_error_int("\"%s\" not implemented for '%s'", op == OP_mse_loss ? "mse_cpu"
                              : op == OP_smooth_l1_loss ? "smooth_l1_cpu" : name, c10_dtype_cname(d));

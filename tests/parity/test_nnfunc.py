@@ -7,6 +7,7 @@ import ctypes
 from ctypes import POINTER, c_bool, c_double, c_int, c_int64, c_void_p
 
 import math
+import warnings
 
 import pytest
 
@@ -1089,3 +1090,41 @@ def test_gradients_at_nonfinite_inputs():
     xb, tb = torch.tensor([0.0, 1.0, 1e-13, 0.5], dtype=D), torch.tensor([0.5, 0.25, 0.0, 0.5], dtype=D)
     check("binary_cross_entropy clamp", lambda a, b: lib.ct_binary_cross_entropy(a, b, None, 2),
           lambda a, b: Fn.binary_cross_entropy(a, b, reduction="sum"), [xb, tb], [True, False])
+
+
+def test_pointwise_loss_check_order():
+    """torch's order: mse / l1 / smooth_l1 broadcast input and target before the
+    dtypes and smooth_l1's beta; binary_cross_entropy takes its weight's shape
+    before the dtypes; binary_cross_entropy_with_logits negates the input, then
+    broadcasts pos_weight, then writes into the target's dtype, the weight last.
+    Not compared: 16-bit inputs torch 1.13 has no kernel for (ctorch computes)."""
+    import itertools
+    xs = [torch.rand(3, 4), torch.rand(3, 4, dtype=F64), torch.ones(3, 4, dtype=torch.int64),
+          torch.ones(3, 4, dtype=torch.bool), torch.rand(4), torch.rand(2, 4), torch.rand(()),
+          torch.rand(3, 4, dtype=F16)]
+    ws = [None, torch.rand(4), torch.rand(7), torch.rand(4, dtype=F64)]
+    for x, y in itertools.product(xs, xs):
+        for red, rname in enumerate(["none", "mean", "sum"]):
+            cases = [("mse", lambda: Fn.mse_loss(x, y, reduction=rname), lambda: lib.ct_mse_loss(ctt(x), ctt(y), red)),
+                     ("l1", lambda: Fn.l1_loss(x, y, reduction=rname), lambda: lib.ct_l1_loss(ctt(x), ctt(y), red))]
+            cases += [(f"smooth_l1 beta {b}", lambda b=b: Fn.smooth_l1_loss(x, y, reduction=rname, beta=b),
+                       lambda b=b: lib.ct_smooth_l1_loss(ctt(x), ctt(y), red, b)) for b in (-1.0, 0.5)]
+            if x.dtype != F16:
+                cases += [(f"bce w {w}", lambda w=w: Fn.binary_cross_entropy(x, y, weight=w, reduction=rname),
+                           lambda w=w: lib.ct_binary_cross_entropy(ctt(x), ctt(y), ctt(w), red)) for w in ws]
+                cases += [(f"bce_logits w {w} pw {p}",
+                           lambda w=w, p=p: Fn.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=p,
+                                                                                reduction=rname),
+                           lambda w=w, p=p: lib.ct_binary_cross_entropy_with_logits(ctt(x), ctt(y), ctt(w), ctt(p), red))
+                          for w in ws for p in ws[:3]]
+            for name, tfn, cfn in cases:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    want = ct.torch_error(tfn)
+                ct.clear_error()
+                got = cfn()
+                what = f"{name} {rname} ({tuple(x.shape)} {x.dtype}, {tuple(y.shape)} {y.dtype}): "
+                if want is None:
+                    ct.check(got)
+                else:
+                    ct.assert_error(got, want, what=what)
