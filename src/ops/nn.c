@@ -1236,8 +1236,8 @@ int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorIm
         if (!rm) return c10_error_int("batch_norm: running_mean must be defined in evaluation mode");
         if (!rv) return c10_error_int("batch_norm: running_var must be defined in evaluation mode");
     }
-    const TensorImpl *ts[4] = {w, b, rm, rv};
-    const char *names[4] = {"weight", "bias", "running_mean", "running_var"};
+    const TensorImpl *ts[4] = {rm, rv, w, b}; /* torch's order of the sizes' checks */
+    const char *names[4] = {"running_mean", "running_var", "weight", "bias"};
     for (int k = 0; k < 4; k++) {
         if (!ts[k]) continue;
         if (ts[k]->numel != C)
@@ -1245,18 +1245,27 @@ int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorIm
                                  (long long)ts[k]->numel);
         if (!at_same_device("batch_norm", x, ts[k])) return -1;
     }
-    /* torch's mixed types: float32 parameters of a bfloat16 input, or all alike */
-    bool mixed = false, all_float = true;
+    /* torch's mixed types (float32 parameters of a bfloat16 input) are told by
+     * the first parameter given (weight, bias, running_mean, running_var);
+     * otherwise every one must have the input's dtype */
+    const TensorImpl *ps[4] = {w, b, rm, rv}, *first = NULL, *odd = NULL;
+    bool all_float = true;
     for (int k = 0; k < 4; k++) {
-        if (!ts[k]) continue;
-        mixed |= ts[k]->dtype != x->dtype;
-        all_float &= ts[k]->dtype == CT_FLOAT32;
+        const TensorImpl *p = ps[training ? (k + 2) % 4 : k]; /* the kernel reads the statistics first when training */
+        if (ps[k] && !first) first = ps[k];
+        if (p && !odd && p->dtype != x->dtype) odd = p;
+        all_float &= !ps[k] || ps[k]->dtype == CT_FLOAT32;
     }
     if (!c10_is_float(x->dtype)) /* an integer input first, whatever the parameters */
         return c10_error_int("\"batch_norm\" not implemented for '%s'", c10_dtype_cname(x->dtype));
-    if (mixed && !all_float) return c10_error_int("mixed dtype (CPU): expect parameter to have scalar type of Float");
-    if (mixed && x->dtype != CT_BFLOAT16)
-        return c10_error_int("mixed dtype (CPU): expect input to have scalar type of BFloat16");
+    if (first && first->dtype != x->dtype) {
+        if (!all_float) return c10_error_int("mixed dtype (CPU): expect parameter to have scalar type of Float");
+        if (x->dtype != CT_BFLOAT16)
+            return c10_error_int("mixed dtype (CPU): expect input to have scalar type of BFloat16");
+    } else if (odd) {
+        return c10_error_int("batch_norm: expected scalar type %s but found %s", c10_dtype_cname(x->dtype),
+                             c10_dtype_cname(odd->dtype));
+    }
     return 0;
 }
 

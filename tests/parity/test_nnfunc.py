@@ -1128,3 +1128,31 @@ def test_pointwise_loss_check_order():
                     ct.check(got)
                 else:
                     ct.assert_error(got, want, what=what)
+
+
+def test_batch_norm_check_order():
+    """torch's batch_norm: the running statistics' sizes before the weight's and
+    bias's; mixed types are told by the first parameter given (weight, bias,
+    running_mean, running_var): float32 ones with a bfloat16 input, else every
+    parameter in the input's dtype, the first odd one named (the statistics
+    first when training)"""
+    import itertools
+    dts = [F32, F64, BF16]
+    mk = lambda d, n=3: None if d is None else torch.ones(n, dtype=d)  # noqa: E731
+    for xd in dts:
+        for rmd, rvd, wd, bd in itertools.product(dts + [None], repeat=4):
+            for training in (True, False):
+                if (rmd is None) != (rvd is None) or (not training and rmd is None):
+                    continue
+                x = torch.rand(4, 3, dtype=xd)
+                args = [mk(rmd), mk(rvd), mk(wd), mk(bd)]
+                if xd == F32 and rmd == F32 and wd == F32:  # the sizes' order too
+                    args = [mk(rmd, 4), mk(rvd, 4), mk(wd, 4), mk(bd, 4)]
+                want = ct.torch_error(lambda: Fn.batch_norm(x, *args, training))
+                ct.clear_error()
+                got = lib.ct_batch_norm(ctt(x), *[ctt(t) for t in args], training, 0.1, 1e-5)
+                what = f"batch_norm({xd}, {[None if t is None else (t.dtype, t.numel()) for t in args]}, {training}): "
+                if want is None:
+                    ct.check(got)
+                else:
+                    ct.assert_error(got, want, what=what)
