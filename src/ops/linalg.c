@@ -686,17 +686,36 @@ int fwd_matmul(int op, const OpArgs *a, TensorImpl **out) {
  * input @ weight^T + bias, the bias folded into the gemm (beta = 1). */
 int fwd_linear(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    TensorImpl *x = a->t[0], *w = a->t[1], *bias = a->nt > 2 ? a->t[2] : NULL;
+    TensorImpl *x = a->t[0], *w = a->t[1], *bias = a->nt > 2 ? a->t[2] : NULL, *r = NULL;
     if (w->ndim > 2) return c10_error_int("linear: t() expects a tensor with <= 2 dimensions, but self is %dD", w->ndim);
-    if (bias && bias->dtype != w->dtype) /* PyTorch's addmm path; its other paths refuse too */
-        return c10_error_int("linear: self and mat2 must have the same dtype");
-    if (bias && (x->ndim == 2 || (x->ndim == 3 && x->is_contiguous)) && addmm_dtypes("linear", bias, x, w))
-        return -1; /* torch's addmm paths (3-d contiguous inputs folded) */
-    if (bias && x->ndim >= 2 && w->ndim < 2) /* PyTorch's fused path: addmm(bias, input, weight.t()) */
-        return c10_error_int("linear: mat2 must be a matrix, got %d-D tensor", w->ndim);
     TensorImpl *wt = w->ndim == 2 ? c10_transpose(w, 0, 1) : c10_retain(w);
     if (!wt) return -1;
-    TensorImpl *r = la_matmul("linear", x, wt, bias, 1, 1);
+    bool fold = bias && x->ndim == 3 && x->is_contiguous;
+    if (bias && (x->ndim == 2 || fold)) { /* torch: addmm(bias, input, weight.t()), a contiguous 3-d input folded */
+        int64_t s2[2] = {x->ndim == 3 ? x->sizes[0] * x->sizes[1] : 0, x->sizes[x->ndim - 1]};
+        TensorImpl *x2 = NULL;
+        if (addmm_dtypes("linear", bias, x, w) == 0) {
+            if (w->ndim != 2) c10_error_int("linear: mat2 must be a matrix, got %d-D tensor", w->ndim);
+            else if ((x2 = fold ? c10_view(x, s2, 2) : c10_retain(x)) && check_mm("linear", x2, wt) == 0)
+                r = mm_impl("linear", x2, wt, bias, 1, 1);
+        }
+        c10_release(x2);
+        if (r && fold) {
+            int64_t s3[3] = {x->sizes[0], x->sizes[1], r->sizes[1]};
+            TensorImpl *v = c10_view(r, s3, 3);
+            c10_release(r);
+            r = v;
+        }
+    } else if ((r = la_matmul("linear", x, wt, NULL, 1, 1)) && bias) { /* torch: matmul, then add_(bias) */
+        OpArgs ad = {.t = {r, bias}, .nt = 2, .s = {1}, .dst = r};
+        TensorImpl *o[OP_MAX_OUTS];
+        int n = at_call(OP_add, &ad, o);
+        for (int k = 0; k < n; k++) c10_release(o[k]);
+        if (n < 0) {
+            c10_release(r);
+            r = NULL;
+        }
+    }
     c10_release(wt);
     return (out[0] = r) ? 1 : -1;
 }

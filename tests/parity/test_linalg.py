@@ -524,3 +524,31 @@ def test_finite_differences():
     fd_check("ct_matmul", torch.matmul, [make((3,), D), make((2, 3, 2), D)])
     fd_check("ct_addmm", None, [make((2,), D), make((2, 3), D), make((3, 2), D)], (0.5, 1.5))
     fd_check("ct_linear", None, [make((2, 3), D), make((2, 3), D), make((2,), D)])
+
+
+def test_linear_follows_torchs_paths():
+    """torch 1.13's linear: a 2-d input with a bias is addmm(bias, input, weight.t()),
+    a contiguous 3-d one too, folded to 2-d (the bias expands to the folded rows);
+    anything else is matmul(input, weight.t()) then an in-place add of the bias
+    (which broadcasts to the output, and may be of another dtype the output takes):
+    values, dtypes, shapes and errors as torch's"""
+    import itertools
+    F = torch.nn.functional
+    xs = [torch.rand(()), torch.rand(4), torch.rand(3, 4), torch.rand(2, 3, 4), torch.rand(2, 3, 4).transpose(0, 1),
+          torch.rand(3, 5), torch.rand(3, 4, dtype=torch.float64), torch.rand(4, dtype=torch.bfloat16),
+          torch.ones(3, 4, dtype=torch.int64)]
+    ws = [torch.rand(5, 4), torch.rand(5, 3), torch.rand(4), torch.rand(5, 4, dtype=torch.float64),
+          torch.rand(5, 4, dtype=torch.bfloat16)]
+    bs = [None, torch.rand(5), torch.rand(3, 5), torch.rand(6), torch.rand(5, dtype=torch.float64), torch.rand(()),
+          torch.rand(2, 3, 5)]
+    for x, w, b in itertools.product(xs, ws, bs):
+        what = f"linear({tuple(x.shape)} {x.dtype}, {tuple(w.shape)} {w.dtype}, {None if b is None else b.shape}): "
+        err = ct.torch_error(lambda: F.linear(x, w, b))
+        ct.clear_error()
+        got = lib.ct_linear(ct.from_torch(x), ct.from_torch(w), None if b is None else ct.from_torch(b))
+        if err is not None:
+            ct.assert_error(got, err, what=what)
+            continue
+        want = F.linear(x, w, b)
+        tol = 2e-2 if want.dtype == torch.bfloat16 else 1e-5
+        ct.assert_close(ct.check(got), want, rtol=tol, atol=tol, what=what)
