@@ -139,11 +139,12 @@ ct_tensor *ct_dropout(const ct_tensor *input, double p, bool training) {
     if (!x) return NULL;
     if (!(p >= 0 && p <= 1)) return c10_error("dropout probability has to be between 0 and 1, but got %g", p);
     if (p == 0 || !training || x->numel == 0) return c10_wrap(c10_retain(x));
-    if (!c10_is_float(x->dtype))
-        return c10_error("dropout: \"bernoulli_scalar_cpu_\" not implemented for '%s'", c10_dtype_cname(x->dtype));
     TensorImpl *noise;
-    if (p == 1) {
+    if (p == 1) { /* torch: input * 0, whatever the dtype */
         noise = c10_scalar_tensor(0, x->dtype, x->device);
+    } else if (!c10_is_float(x->dtype)) { /* torch's noise.div_(1 - p) into the integer noise */
+        return c10_error("dropout: result type Float can't be cast to the desired output type %s",
+                         c10_dtype_cname(x->dtype));
     } else {
         /* torch: empty_like(input, LEGACY_CONTIGUOUS_MEMORY_FORMAT).bernoulli_(1 - p) */
         noise = c10_empty(x->sizes, x->ndim, x->dtype, x->device);

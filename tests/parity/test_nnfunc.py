@@ -730,6 +730,18 @@ def test_dropout_edges_and_grad():
     assert lib.ct_grad_fn_name(ho) == b"MulBackward0"
     err = error_of(lambda: lib.ct_dropout(hx, 1.5, True))
     assert "dropout probability has to be between 0 and 1, but got 1.5" in err
+    # integer and bool inputs: torch's input * 0 for p = 1, its noise.div_ refuses between
+    for dt in (torch.int64, torch.bool, torch.uint8, torch.int32):
+        xi = torch.ones(3, dtype=dt)
+        for p in (1.0, 0.5, 0.0):
+            for training in (True, False):
+                want = ct.torch_error(lambda: Fn.dropout(xi, p, training))
+                ct.clear_error()
+                got = lib.ct_dropout(ct.from_torch(xi), p, training)
+                if want is None:
+                    ct.assert_close(ct.check(got), Fn.dropout(xi, p, training), what=f"dropout {dt} {p} {training}: ")
+                else:
+                    ct.assert_error(got, want, what=f"dropout {dt} {p} {training}: ")
 
 
 # ------------------------------------------------------------------ activations
