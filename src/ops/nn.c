@@ -501,7 +501,12 @@ int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
         rc = ce_fwd_f64((const double *)c10_data(o.x), R, g.C, ti, g.prob ? (const double *)c10_data(o.tgt) : NULL,
                         o.w ? (const double *)c10_data(o.w) : NULL, ignore, eps, loss);
     double D = reduction == CT_REDUCTION_MEAN ? nn_class_divisor(&g, ti, w, ignore) : 1;
+    if (g.C == 0) { /* no classes: torch's smoothing term and probabilities' mean divide 0 by 0 */
+        for (int64_t r = 0; eps > 0 && !g.prob && r < R; r++) loss[r] = NAN;
+        if (g.prob) D = NAN;
+    }
     TensorImpl *res = rc ? NULL : finish_loss(loss, &g, reduction, D, x->dtype, x->device);
+    if (res && g.C == 0 && eps > 0 && !g.prob && reduction != CT_REDUCTION_NONE) c10_fill(res, NAN); /* no rows too */
     free(loss);
     operands_release(&o);
     ONE(res);

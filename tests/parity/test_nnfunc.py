@@ -284,6 +284,16 @@ def test_class_losses_all_ignored_and_empty():
     for reduction in RED:
         ho = ct.check(lib.ct_cross_entropy(ct.from_torch(e), ct.from_torch(te), None, RED[reduction], -100, 0.0))
         ct.assert_close(ho, Fn.cross_entropy(e, te, reduction=reduction))
+    # no classes: torch's smoothing term and the probabilities' mean divide 0 by 0
+    for shape in [(2, 0), (0, 3), (0, 0), (1, 0)]:
+        xz = torch.zeros(shape, dtype=F64)
+        for eps in (0.0, 0.3):
+            for reduction in RED:
+                for tz in (torch.zeros(shape, dtype=F64), torch.full(shape[:1], -100)):
+                    ho = ct.check(lib.ct_cross_entropy(ct.from_torch(xz), ct.from_torch(tz), None, RED[reduction], -100,
+                                                       eps))
+                    ct.assert_close(ho, Fn.cross_entropy(xz, tz, reduction=reduction, label_smoothing=eps),
+                                    what=f"cross_entropy {shape} {tz.dtype} {reduction} eps {eps}: ")
 
 
 def test_class_losses_extreme_logits():
