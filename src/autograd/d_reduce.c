@@ -296,8 +296,8 @@ int d_norm(BackwardCtx *c, TensorImpl **gi) {
     if (p == 0) RET(F(ag_zeros_like_meta(m)));
     if (p == 1) RET(MUL(SGN(SELF), g));
     if (p == 2) RET(MUL(SELF, MUL(DIV(g, nonzero_or_one(nrm)), NES(nrm, 0))));
-    if (isinf(p)) {
-        TensorImpl *eq = EQ(ABS(SELF), nrm);
+    if (isinf(p)) { /* torch's: the maxima and the NaNs share it (sign(NaN) = 0 gives them none) */
+        TensorImpl *eq = BIN(logical_or, EQ(ABS(SELF), nrm), ISNAN(SELF));
         TensorImpl *count = sum_keep(eq, mask, m->ndim);
         RET(MUL(SGN(SELF), MUL(DIV(g, count), eq)));
     }

@@ -550,3 +550,26 @@ def test_block_prod(dtype):
                                     atol=0, what=what + ": ")
                 else:
                     check_block("prod", got, want, dtype, cols, what)
+
+
+def test_norm_inf_gradient_with_nan():
+    """torch's inf / -inf norm gradient: the maxima (minima) and the NaNs share the
+    gradient, sign(NaN) = 0 giving the NaNs none, so a NaN input leaves zeros (with
+    the signs of the others) rather than NaNs"""
+    lib.ct_norm.restype, lib.ct_norm.argtypes = T, [CT, c_double, INTP, c_int, c_bool]
+    inf, nan = math.inf, math.nan
+    for v in ([nan, 1.0, 3.0], [nan, 1.0, -3.0], [3.0, 3.0, 1.0], [inf, 1.0, nan], [-inf, 1.0],
+              [[nan, 2.0], [1.0, -4.0]], [[1.0, -5.0], [5.0, 2.0]]):
+        for p in (inf, -inf):
+            for dims in ((), (0,), (-1,)):
+                x = torch.tensor(v, dtype=torch.float64)
+                if dims and x.dim() == 1 and dims == (-1,):
+                    continue
+                tx = x.clone().requires_grad_()
+                n = torch.linalg.vector_norm(tx, p, dim=dims if dims else None)
+                g = torch.randn(n.shape, dtype=torch.float64)
+                want, = torch.autograd.grad(n, tx, g)
+                hx = ct.leaf(x)
+                da = (c_int * len(dims))(*dims) if dims else None
+                got = ct.to_torch(ct.grads_of(ct.check(lib.ct_norm(hx, p, da, len(dims), False)), [hx], g)[0])
+                assert torch.equal(got, want) and torch.equal(got.sign(), want.sign()), f"norm({v}, {p}, {dims}): {got} != {want}"
