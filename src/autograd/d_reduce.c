@@ -169,19 +169,22 @@ static TensorImpl *cumprod_grad_naive(TensorImpl *x, TensorImpl *g, int dim) {
 }
 
 /* cumprod's gradient where lines may hold zeros (PyTorch's cumprod_backward).
- * With z the first zero of a line: before z the usual sum of g_k out_k / x_i
- * (only k < z count: out_k is 0 from z on); at z, prod_{l<z} x_l times
- * sum_{k>=z} g_k prod_{z<l<=k} x_l; after z, 0. */
+ * With z the first zero of a line and z2 the second: before z the usual sum of
+ * g_k out_k / x_i over k < z only (out_k taken as 0 from z on, even where an
+ * inf follows); at z, prod_{l<z} x_l times sum_{z<=k<z2} g_k prod_{z<l<=k} x_l;
+ * after z, 0. The same masks as torch's: w selected before z, g zeroed
+ * outside [z, z2) then multiplied (an inf there gives NaN, as torch's). */
 static TensorImpl *cumprod_grad_zeros(TensorImpl *x, TensorImpl *g, int dim) {
     TensorImpl *zc = CUMSUM(EQS(x, 0.0), dim);                 /* zeros so far (int64) */
     TensorImpl *before = EQS(zc, 0.0), *first = MUL(EQS(x, 0.0), EQS(zc, 1.0));
     TensorImpl *one = ones_like(x);
     TensorImpl *xs = where3(before, x, one);                   /* x before z, else 1 */
-    TensorImpl *g_before = where3(before, DIV(REVCUMSUM(MUL(g, CUMPROD(x, dim)), dim), xs), ZEROS(x));
-    TensorImpl *after = MUL(GTS(zc, 0.0), EQS(first, 0.0));    /* strictly after z */
-    TensorImpl *tail = CUMPROD(where3(after, x, one), dim);    /* prod_{z<l<=k} x_l for k >= z */
-    TensorImpl *from_z = GTS(zc, 0.0);
-    TensorImpl *t = sum_dim_keep(where3(from_z, MUL(g, tail), ZEROS(x)), dim);
+    TensorImpl *w = where3(before, MUL(g, CUMPROD(x, dim)), ZEROS(x));
+    TensorImpl *g_before = where3(before, DIV(REVCUMSUM(w, dim), xs), ZEROS(x));
+    TensorImpl *from_z = EQS(zc, 1.0);                         /* [z, z2) */
+    TensorImpl *after = MUL(from_z, EQS(first, 0.0));          /* (z, z2) */
+    TensorImpl *tail = CUMPROD(where3(after, x, one), dim);    /* prod_{z<l<=k} x_l for z <= k < z2 */
+    TensorImpl *t = sum_dim_keep(MUL(where3(from_z, g, ZEROS(x)), tail), dim); /* torch's: g masked, times */
     TensorImpl *g_first = where3(first, MUL(PROD_KEEP(xs, dim), t), ZEROS(x));
     return ADD(g_before, g_first);
 }

@@ -3,6 +3,7 @@ walked in memory order (full and partial reductions of transposed / permuted /
 expanded inputs; index-returning reductions keep logical order), sums across a
 strided kept dim (sum(0) of a ::2 slice), and softmax of 16-bit floats, for
 every dtype."""
+import itertools
 import math
 from ctypes import POINTER, c_bool, c_double, c_int, c_void_p
 
@@ -573,3 +574,24 @@ def test_norm_inf_gradient_with_nan():
                 da = (c_int * len(dims))(*dims) if dims else None
                 got = ct.to_torch(ct.grads_of(ct.check(lib.ct_norm(hx, p, da, len(dims), False)), [hx], g)[0])
                 assert torch.equal(got, want) and torch.equal(got.sign(), want.sign()), f"norm({v}, {p}, {dims}): {got} != {want}"
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_cumprod_gradient_with_zeros_and_infinities(create_graph):
+    """torch's cumprod_backward with zeros: before the first zero only the terms
+    before it count (an inf after a zero does not make them NaN), at the first zero
+    the terms up to the second zero (g masked there, then multiplied: an inf in
+    between still gives NaN), nothing after it; every line of 2 and 3 values from
+    0, 2, -1.5, inf, -inf, NaN, 0.5, first order and create_graph"""
+    lib.ct_cumprod.restype, lib.ct_cumprod.argtypes = T, [CT, c_int]
+    vals = [0.0, 2.0, -1.5, math.inf, -math.inf, math.nan, 0.5]
+    for n in (2, 3):
+        for v in itertools.product(vals, repeat=n):
+            x = torch.tensor(v, dtype=torch.float64)
+            tx = x.clone().requires_grad_()
+            g = torch.tensor([1.0, -2.0, 0.5][:n], dtype=torch.float64)
+            want, = torch.autograd.grad(tx.cumprod(0), tx, g, create_graph=create_graph)
+            hx = ct.leaf(x)
+            got = ct.to_torch(ct.grads_of(ct.check(lib.ct_cumprod(hx, 0)), [hx], g, create_graph=create_graph)[0])
+            same = torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.detach().nan_to_num())
+            assert same, f"cumprod {v}: {got} != {want}"
