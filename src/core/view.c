@@ -215,11 +215,14 @@ TensorImpl *c10_permute(const TensorImpl *t, const int64_t *dims, int ndim) {
 }
 
 TensorImpl *c10_expand(const TensorImpl *t, const int64_t *shape, int ndim) {
-    if (ndim < t->ndim)
-        return c10_error("expand(%s{%s}, size=%s): the number of sizes provided (%d) must be greater or "
+    if (ndim < t->ndim) { /* torch's toString: a legacy name for the CPU types that have one */
+        const char *n = c10_dtype_cname(t->dtype);
+        bool legacy = t->device == CT_CPU && t->dtype != CT_BOOL && t->dtype != CT_BFLOAT16;
+        return c10_error("expand(%s%s%s{%s}, size=%s): the number of sizes provided (%d) must be greater or "
                          "equal to the number of dimensions in the tensor (%d)",
-                         c10_dtype_names[t->dtype], c10_shape_str(t->sizes, t->ndim), c10_shape_str(shape, ndim),
-                         ndim, t->ndim);
+                         legacy ? "torch." : t->device == CT_META ? "Meta" : "CPU", n, legacy ? "Tensor" : "Type",
+                         c10_shape_str(t->sizes, t->ndim), c10_shape_str(shape, ndim), ndim, t->ndim);
+    }
     if (ndim > CT_MAX_DIMS)
         return c10_error("expand: number of dimensions (%d) must be at most %d", ndim, CT_MAX_DIMS);
     int64_t sizes[CT_MAX_DIMS], strides[CT_MAX_DIMS];

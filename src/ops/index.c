@@ -1248,22 +1248,24 @@ int fwd_masked_scatter(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0], *mask = a->t[1], *source = a->t[2];
     if (!same_device("masked_scatter", self, mask) || !same_device("masked_scatter", self, source)) return -1;
-    if (mask->dtype != CT_BOOL)
-        return c10_error_int("masked_scatter: masked_scatter only supports boolean masks, but got mask with dtype %s",
-                             lower_name(mask->dtype));
+    int64_t shape[CT_MAX_DIMS]; /* torch's order: the out-of-place form broadcasts first */
+    int nd = c10_broadcast_shape(mask->sizes, mask->ndim, self->sizes, self->ndim, shape);
+    if (nd < 0 && !a->dst) return prefix_error("masked_scatter");
     if (source->dtype != self->dtype)
         return c10_error_int("masked_scatter: expected self and source to have same dtypes but got%s and %s",
                              c10_dtype_cname(self->dtype), c10_dtype_cname(source->dtype));
-    int64_t shape[CT_MAX_DIMS];
-    int nd = c10_broadcast_shape(mask->sizes, mask->ndim, self->sizes, self->ndim, shape);
-    if (nd < 0) return prefix_error("masked_scatter");
+    if (mask->dtype != CT_BOOL)
+        return c10_error_int("masked_scatter: masked_scatter only supports boolean masks, but got mask with dtype %s",
+                             lower_name(mask->dtype));
+    if (a->dst) { /* in place: torch's mask.expand(self's sizes), in its words */
+        TensorImpl *me = c10_expand(mask, self->sizes, self->ndim);
+        if (!me) return prefix_error("masked_scatter_");
+        c10_release(me);
+        nd = self->ndim;
+        memcpy(shape, self->sizes, sizeof(int64_t) * (size_t)nd);
+    }
     TensorImpl *o = a->dst ? c10_retain(a->dst) : c10_empty(shape, nd, self->dtype, self->device);
     if (!o) return -1;
-    if (a->dst && (o->ndim != nd || memcmp(o->sizes, shape, sizeof(int64_t) * (size_t)nd))) {
-        c10_release(o);
-        return c10_error_int("masked_scatter_: the mask of shape %s cannot be broadcast to self of shape %s",
-                             c10_shape_str(mask->sizes, mask->ndim), c10_shape_str(self->sizes, self->ndim));
-    }
     if (o->device == CT_META || o->numel == 0) return (out[0] = o, 1);
     TensorImpl *se = a->dst ? NULL : c10_expand(self, shape, nd);
     int r = a->dst ? 0 : (se ? copy_into(o, se) : -1);

@@ -1384,3 +1384,29 @@ def test_index_and_index_put_check_order():
                             close(got, aten.index_put(x, ix, v, acc), what=w)
                         else:
                             ct.assert_error(got, err, what=w)
+
+
+def test_masked_scatter_check_order():
+    """torch's masked_scatter broadcasts mask and self first (out of place), then
+    wants source of self's dtype, then a bool mask; masked_scatter_ expands the
+    mask to self in expand's words (torch's type names), after the dtypes"""
+    import itertools
+    selfs = [torch.zeros(2, 3), torch.zeros(3), torch.zeros(2, 3, dtype=torch.float64), torch.zeros(4, 3)]
+    masks = [torch.tensor([True, False, True]), torch.tensor([[True], [False]]), torch.ones(2, 3, dtype=torch.bool),
+             torch.ones(4, dtype=torch.bool)]
+    srcs = [torch.arange(6.0), torch.arange(2.0), torch.arange(6.0, dtype=torch.float64)]
+    for x, m, s in itertools.product(selfs, masks, srcs):
+        for inplace in (False, True):
+            tfn = (lambda: x.clone().masked_scatter_(m, s)) if inplace else (lambda: x.masked_scatter(m, s))
+            what = f"masked_scatter{'_' if inplace else ''}({tuple(x.shape)} {x.dtype}, {tuple(m.shape)}, {s.dtype}): "
+            err = ct.torch_error(tfn)
+            ct.clear_error()
+            if inplace:
+                hx = h(x.clone())
+                got = hx if lib.ct_masked_scatter_(hx, h(m), h(s)) == 0 else None
+            else:
+                got = lib.ct_masked_scatter(h(x), h(m), h(s))
+            if err is None:
+                close(got, tfn(), what=what)
+            else:
+                ct.assert_error(got, err, what=what)
