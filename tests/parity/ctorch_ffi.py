@@ -483,6 +483,20 @@ def torch_error(fn):
     return None
 
 
+def assert_same_outcome(cfn, tfn, what="", compare=None):
+    """Runs torch's tfn() and ctorch's cfn(): both fail, ctorch's message holding
+    torch's, or both succeed (compare(ctorch_result, torch_result) when given)."""
+    want = torch_error(tfn)
+    clear_error()
+    got = cfn()
+    if want is not None:
+        assert_error(got, want, what=what)
+    elif compare is None:
+        check(got)
+    else:
+        compare(got, tfn())
+
+
 def assert_error(result, torch_msg, what=""):
     """result is the failure value (NULL for handles, -1 for ints) and
     ct_last_error() contains torch's message (ours start with "op: ")."""

@@ -419,14 +419,7 @@ def test_class_loss_check_order():
                              lambda: lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(t), hw, 1, -100, 0.0)),
                             ("nll_loss", lambda: Fn.nll_loss(x, t, weight=w),
                              lambda: lib.ct_nll_loss(ct.from_torch(x), ct.from_torch(t), hw, 1, -100))]:
-                        want = ct.torch_error(tfn)
-                        ct.clear_error()
-                        got = cfn()
-                        what = f"{name}({xs} {xd}, {ts} {td}, w={None if w is None else w.numel()}): "
-                        if want is None:
-                            ct.check(got)
-                        else:
-                            ct.assert_error(got, want, what=what)
+                        ct.assert_same_outcome(cfn, tfn, f"{name}({xs} {xd}, {ts} {td}, w={None if w is None else w.numel()}): ")
 
 
 def test_weight_not_differentiable():
@@ -745,13 +738,10 @@ def test_dropout_edges_and_grad():
         xi = torch.ones(3, dtype=dt)
         for p in (1.0, 0.5, 0.0):
             for training in (True, False):
-                want = ct.torch_error(lambda: Fn.dropout(xi, p, training))
-                ct.clear_error()
-                got = lib.ct_dropout(ct.from_torch(xi), p, training)
-                if want is None:
-                    ct.assert_close(ct.check(got), Fn.dropout(xi, p, training), what=f"dropout {dt} {p} {training}: ")
-                else:
-                    ct.assert_error(got, want, what=f"dropout {dt} {p} {training}: ")
+                what = f"dropout {dt} {p} {training}: "
+                ct.assert_same_outcome(lambda: lib.ct_dropout(ct.from_torch(xi), p, training),
+                                       lambda: Fn.dropout(xi, p, training), what,
+                                       lambda got, want: ct.assert_close(ct.check(got), want, what=what))
 
 
 # ------------------------------------------------------------------ activations
@@ -1142,14 +1132,8 @@ def test_pointwise_loss_check_order():
             for name, tfn, cfn in cases:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    want = ct.torch_error(tfn)
-                ct.clear_error()
-                got = cfn()
-                what = f"{name} {rname} ({tuple(x.shape)} {x.dtype}, {tuple(y.shape)} {y.dtype}): "
-                if want is None:
-                    ct.check(got)
-                else:
-                    ct.assert_error(got, want, what=what)
+                    ct.assert_same_outcome(cfn, tfn, f"{name} {rname} ({tuple(x.shape)} {x.dtype}, "
+                                                     f"{tuple(y.shape)} {y.dtype}): ")
 
 
 def test_batch_norm_check_order():
@@ -1170,11 +1154,7 @@ def test_batch_norm_check_order():
                 args = [mk(rmd), mk(rvd), mk(wd), mk(bd)]
                 if xd == F32 and rmd == F32 and wd == F32:  # the sizes' order too
                     args = [mk(rmd, 4), mk(rvd, 4), mk(wd, 4), mk(bd, 4)]
-                want = ct.torch_error(lambda: Fn.batch_norm(x, *args, training))
-                ct.clear_error()
-                got = lib.ct_batch_norm(ctt(x), *[ctt(t) for t in args], training, 0.1, 1e-5)
-                what = f"batch_norm({xd}, {[None if t is None else (t.dtype, t.numel()) for t in args]}, {training}): "
-                if want is None:
-                    ct.check(got)
-                else:
-                    ct.assert_error(got, want, what=what)
+                ct.assert_same_outcome(lambda: lib.ct_batch_norm(ctt(x), *[ctt(t) for t in args], training, 0.1, 1e-5),
+                                       lambda: Fn.batch_norm(x, *args, training),
+                                       f"batch_norm({xd}, {[None if t is None else (t.dtype, t.numel()) for t in args]}, "
+                                       f"{training}): ")
