@@ -163,12 +163,10 @@ static inline float vm_logf(float x) {
     return x != x ? x : r;
 }
 
-/* log_b of a float, kl = log_b e and ke = log_b 2 (log2, log10): vm_logf's e
- * and m (exact), log(1 + m) = m + m^2 (m P(m) - 1/2) with the square and the
- * sums in double, then e ke + log(1 + m) kl rounded once: within 0.59 ulp
- * (every 61st float measured), at 1x torch's time where a block in double was
- * 4.7x. */
-static inline float vm_logbf(float x, double kl, double ke) {
+/* A positive float x = 2^e (1 + m), m in [sqrt(1/2) - 1, sqrt(2) - 1) exact
+ * (vm_logf's e and m): log(1 + m) = m + m^2 (m P(m) - 1/2) with the square and
+ * the sums in double; e in *ed */
+static inline double vm_logm(float x, double *ed) {
     int sub = x < 1.17549435e-38f;
     int32_t bits = vm_float_to_bits(sub ? x * 8388608.0f : x);
     int32_t e = ((bits >> 23) & 0xff) - 126 - (sub ? 23 : 0);
@@ -176,12 +174,31 @@ static inline float vm_logbf(float x, double kl, double ke) {
     int small = m < 0.707106781186547524f;
     e -= small;
     m = small ? m + m - 1.0f : m - 1.0f;
-    double md = m, zd = md * md, l = md + VM_FMA(md * zd, (double)vm_logf_poly(m), -0.5 * zd);
-    float f = (float)VM_FMA((double)e, ke, l * kl);
+    double md = m, zd = md * md;
+    *ed = e;
+    return md + VM_FMA(md * zd, (double)vm_logf_poly(m), -0.5 * zd);
+}
+/* log_b of a float, kl = log_b e and ke = log_b 2 (log2, log10): e ke + log(1 +
+ * m) kl rounded once: within 0.59 ulp (every 61st float measured), at 1x
+ * torch's time where a block in double was 4.7x. */
+static inline float vm_logbf(float x, double kl, double ke) {
+    double e, l = vm_logm(x, &e);
+    float f = (float)VM_FMA(e, ke, l * kl);
     f = x == 0.0f ? -__builtin_inff() : f;
     f = x < 0.0f ? __builtin_nanf("") : f;
     f = x == __builtin_inff() ? x : f;
     return x != x ? x : f;
+}
+/* log1p of a float: u = 1 + x rounded, log(u) from vm_logm plus the
+ * rounding's share (x - (u - 1)) / u, in double, rounded once */
+static inline float vm_log1pf(float x) {
+    float u = 1.0f + x;
+    double e, l = vm_logm(u, &e), c = ((double)x - ((double)u - 1.0)) / (double)u;
+    float f = (float)VM_FMA(e, 0x1.62e42fefa39efp-1, l + c);
+    f = x == -1.0f ? -__builtin_inff() : f;
+    f = x < -1.0f ? __builtin_nanf("") : f;
+    f = x == __builtin_inff() ? x : f;
+    return x != x || x == 0.0f ? x : f;
 }
 
 /* tanh: an odd polynomial near 0, 1 - 2 / (e^2|x| + 1) elsewhere */
@@ -475,7 +492,6 @@ static inline double vm_erf_d(double x) {
 /* float: the double versions, rounded once more: within 0.5 ulp + 2^-28 ulp (no
  * error seen in tests/test_vmath.c's millions) */
 static inline float vm_expm1f(float x) { return (float)vm_expm1_d(x); }
-static inline float vm_log1pf(float x) { return (float)vm_log1p_d(x); }
 /* log1p(e^t), softplus' body, in float: max(t, 0) + log1p(z), z = e^-|t| in [0, 1],
  * log1p(z) = log(u) + c / u, u = 1 + z rounded and c = z - (u - 1) its exact
  * error, log(u) = k ln 2 + log(1 + f), f = u / 2^k - 1 exact. Within 2 ulp. In
