@@ -377,7 +377,7 @@ def test_pow_f32(form):
 # 1 ulp of the float64 result rounded (0.56 measured; torch's Sleef: 0.93); trig
 # arguments beyond 2^20, inf and NaN go to libm's float functions (glibc's tanf:
 # 0.95 ulp). fmod and remainder are exact: torch's results bit for bit.
-F32_UNARY = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "log2", "log10", "log1p"]
+F32_UNARY = ["sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "log2", "log10", "log1p", "expm1"]
 for _n in F32_UNARY + ["atan2", "fmod", "remainder"]:
     ct.declare("ct_" + _n, T, [T] if _n in F32_UNARY else [T, T])
     ct.declare("ct_" + _n + "_", c_int, [T] if _n in F32_UNARY else [T, T])
