@@ -140,8 +140,9 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
             }
         }
     }
-    if (weight && (weight->ndim != 1 || weight->numel != g->C)) {
-        if (!g->prob && x->ndim > 2) /* nll_loss2d's words */
+    bool path2d = !g->prob && x->ndim > 2; /* nll_loss2d: it counts the weight's elements only */
+    if (weight && (path2d ? weight->numel != g->C : weight->ndim != 1 || weight->numel != g->C)) {
+        if (path2d) /* nll_loss2d's words */
             return c10_error_int("%s: weight tensor should be defined either for all or no classes", op);
         return c10_error_int("%s: weight tensor should be defined either for all %lld classes or no classes but got "
                              "weight tensor of shape: %s", op, (long long)g->C,

@@ -1158,3 +1158,21 @@ def test_batch_norm_check_order():
                                        lambda: Fn.batch_norm(x, *args, training),
                                        f"batch_norm({xd}, {[None if t is None else (t.dtype, t.numel()) for t in args]}, "
                                        f"{training}): ")
+
+
+def test_class_weight_of_any_shape_on_the_2d_path():
+    """torch's nll_loss2d path (inputs of 3 or more dims) counts the weight's elements
+    only: [1, C] or [C, 1] weights are taken there, refused for 1-d and 2-d inputs"""
+    for xs, ts in [((2, 3, 4), (2, 4)), ((2, 3, 2, 2), (2, 2, 2)), ((2, 3), (2,))]:
+        x, t = randn(*xs), torch.randint(0, 3, ts, generator=GEN)
+        for w in (torch.rand(1, 3, dtype=F64), torch.rand(3, 1, dtype=F64), torch.rand(1, 1, 3, dtype=F64),
+                  torch.rand(4, dtype=F64)):
+            for name, cfn, tfn in [("nll_loss", lambda hx, hw: lib.ct_nll_loss(hx, ctt(t), hw, 1, -100), Fn.nll_loss),
+                                   ("cross_entropy", lambda hx, hw: lib.ct_cross_entropy(hx, ctt(t), hw, 1, -100, 0.0),
+                                    Fn.cross_entropy)]:
+                what = f"{name}({xs}, weight {tuple(w.shape)}): "
+                if ct.torch_error(lambda: tfn(x, t, weight=w)) is not None:
+                    ct.assert_same_outcome(lambda: cfn(ctt(x), ctt(w)), lambda: tfn(x, t, weight=w), what)
+                    continue
+                check_fn(lambda hx, hw: cfn(hx, hw), lambda tx, tw: tfn(tx, t, weight=tw), [x, w], [0], what,
+                         second=False)
