@@ -552,3 +552,24 @@ def test_linear_follows_torchs_paths():
         want = F.linear(x, w, b)
         tol = 2e-2 if want.dtype == torch.bfloat16 else 1e-5
         ct.assert_close(ct.check(got), want, rtol=tol, atol=tol, what=what)
+
+
+def test_integer_addmm_scalars_as_torch():
+    """addmm / baddbmm of integers: with an inner size of 0 torch computes
+    self.mul(beta), so a fractional beta fails (its float result cannot go back
+    into the integers); otherwise beta and alpha are converted to the dtype with
+    torch's overflow check (uint8 takes -1, not -1.5 or 300). An integral double
+    stands for a Python int."""
+    for dt in (torch.int64, torch.int32, torch.float32, torch.uint8, torch.int8):
+        for k in (0, 2):
+            s, a, b = torch.ones(2, 3, dtype=dt), torch.ones(2, k, dtype=dt), torch.ones(k, 3, dtype=dt)
+            for beta, alpha in ((0.5, 1), (1, 0.5), (2, 3), (0, 1), (-1.5, 2), (3, 0), (-1, 1), (1, -1), (300, 1),
+                                (1, 300), (2, -1.5), (0, -1)):
+                for name, tfn, cfn in [
+                        ("addmm", lambda: torch.addmm(s, a, b, beta=beta, alpha=alpha),
+                         lambda: lib.ct_addmm(ct.from_torch(s), ct.from_torch(a), ct.from_torch(b), beta, alpha)),
+                        ("baddbmm", lambda: torch.baddbmm(s[None], a[None], b[None], beta=beta, alpha=alpha),
+                         lambda: lib.ct_baddbmm(ct.from_torch(s[None]), ct.from_torch(a[None]), ct.from_torch(b[None]),
+                                                beta, alpha))]:
+                    ct.assert_same_outcome(cfn, tfn, f"{name} {dt} inner {k} beta {beta} alpha {alpha}: ",
+                                           lambda got, want: ct.assert_close(ct.check(got), want))
