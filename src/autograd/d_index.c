@@ -27,8 +27,8 @@ static int ret(TensorImpl **slot, TensorImpl *t) { return (*slot = c10_retain(t)
 /* ---- cat, stack ---- */
 
 int d_cat(BackwardCtx *c, TensorImpl **gi) {
-    int n = c->node->num_next;
-    int dim = c10_wrap_dim(ARGI(0), G->ndim);
+    int n = c->node->num_next; /* legacy empty tensors only: any dim (the pieces are empty) */
+    int dim = G->ndim == 1 && !G->numel ? 0 : c10_wrap_dim(ARGI(0), G->ndim);
     if (dim < 0) return -1;
     int64_t off = 0;
     for (int k = 0; k < n; k++) {

@@ -141,7 +141,10 @@ TensorImpl *index_cat_impl(TensorImpl *const *ts, int n, int64_t dim_in) {
         if (!ref && !(ts[k]->ndim == 1 && ts[k]->sizes[0] == 0)) ref = ts[k];
     }
     ct_dtype dt = st.dim;
-    if (!ref) ref = ts[0];
+    if (!ref) { /* only legacy empty tensors: torch wraps no dim, the result is one more */
+        int64_t zero = 0;
+        return c10_empty(&zero, 1, dt, ts[0]->device);
+    }
     int dim = c10_wrap_dim(dim_in, ref->ndim);
     if (dim < 0) return prefix_error_p("cat");
     int64_t sizes[CT_MAX_DIMS];

@@ -813,3 +813,20 @@ def test_shape_and_reduction_check_order():
             assert got, f"{what}: torch succeeds, ctorch: {ct.last_error()}"
         else:
             ct.assert_error(got, want, what=what + ": ")
+
+
+def test_cat_of_legacy_empty_tensors_only():
+    """torch.cat skips 1-d empty tensors; when all are such, it wraps no dim (any dim
+    passes) and returns one more, of the promoted dtype; the gradients are empty"""
+    ct.declare("ct_cat", T, [TP, c_int, c_int])
+    z = torch.zeros
+    for ts, d in [([z(0), z(0)], 1), ([z(0)], -3), ([z(0), z(0, dtype=torch.float64)], 7), ([z(0), z(2, 3)], 5),
+                  ([z(0), z(0)], 0), ([z(0), z(2, 3)], 1), ([z(0, dtype=torch.int32), z(0)], 0)]:
+        arr = (ct.T * len(ts))(*[h(t) for t in ts])
+        ct.assert_same_outcome(lambda: lib.ct_cat(arr, len(ts), d), lambda: torch.cat(ts, d), f"cat dim {d}: ",
+                               lambda got, want: ct.assert_close(ct.check(got), want))
+    x = torch.zeros(0, dtype=torch.float64)
+    hx = ct.leaf(x)
+    out = ct.check(lib.ct_cat((ct.T * 2)(hx, hx), 2, 3))
+    g = ct.grads_of(out, [hx], torch.zeros(0, dtype=torch.float64))[0]
+    assert ct.shape(g) == (0,)
