@@ -129,6 +129,9 @@ static inline __m512 vm_expf16_tab(__m512 x) {
     return _mm512_scalef_ps(_mm512_add_ps(t, _mm512_fmadd_ps(t, q, l)), n);
 }
 #endif
+/* log's IEEE answers around r: NaN stays, +inf stays, negatives NaN, zeros -inf
+ * (subnormals are the caller's, scaled into the normal range) */
+#define VM_LOG_EDGES(x, r, inf, nan) ((x) != (x) ? (x) : (x) == (inf) ? (x) : (x) < 0 ? (nan) : (x) == 0 ? -(inf) : (r))
 /* (log(1 + m) - m + m^2 / 2) / m^3 for m in [sqrt(1/2) - 1, sqrt(2) - 1]: cephes' logf */
 static inline float vm_logf_poly(float m) {
     float p = 7.0376836292E-2f;
@@ -156,11 +159,7 @@ static inline float vm_logf(float x) {
     y += -2.12194440e-4f * fe;
     y += -0.5f * z;
     float r = m + y + 0.693359375f * fe;
-    /* subnormals, zero, negatives, inf, NaN: the IEEE answers */
-    r = x == 0.0f ? -__builtin_inff() : r;
-    r = x < 0.0f ? __builtin_nanf("") : r;
-    r = x == __builtin_inff() ? x : r;
-    return x != x ? x : r;
+    return VM_LOG_EDGES(x, r, __builtin_inff(), __builtin_nanf(""));
 }
 
 /* A positive float x = 2^e (1 + m), m in [sqrt(1/2) - 1, sqrt(2) - 1) exact
@@ -183,11 +182,7 @@ static inline double vm_logm(float x, double *ed) {
  * torch's time where a block in double was 4.7x. */
 static inline float vm_logbf(float x, double kl, double ke) {
     double e, l = vm_logm(x, &e);
-    float f = (float)VM_FMA(e, ke, l * kl);
-    f = x == 0.0f ? -__builtin_inff() : f;
-    f = x < 0.0f ? __builtin_nanf("") : f;
-    f = x == __builtin_inff() ? x : f;
-    return x != x ? x : f;
+    return VM_LOG_EDGES(x, (float)VM_FMA(e, ke, l * kl), __builtin_inff(), __builtin_nanf(""));
 }
 /* log1p of a float: u = 1 + x rounded, log(u) from vm_logm plus the
  * rounding's share (x - (u - 1)) / u, in double, rounded once */
@@ -377,11 +372,7 @@ static inline vm_log_parts vm_log_split_d(double x) {
 /* Measured maximum error 0.66 ulp. */
 static inline double vm_log_d(double x) {
     vm_log_parts p = vm_log_split_d(x);
-    double r = vm_log_reduced_d(p.k, p.f, 0.0);
-    r = x == 0.0 ? -__builtin_inf() : r;
-    r = x < 0.0 ? __builtin_nan("") : r;
-    r = x == __builtin_inf() ? x : r;
-    return x != x ? x : r;
+    return VM_LOG_EDGES(x, vm_log_reduced_d(p.k, p.f, 0.0), __builtin_inf(), __builtin_nan(""));
 }
 
 /* log1p(x) = log(u) + c / u, u = 1 + x rounded and c its rounding error, as fdlibm;
