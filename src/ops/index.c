@@ -1016,9 +1016,67 @@ COLD_CODE static int adv_offsets(const char *op, AdvIndex *ai, const TensorImpl 
 }
 
 /* t[0] self, t[1..nt-1] indices (NULL = ':'); i: (none) */
+/* torch's x[m] for a 0-dim bool (or uint8) mask m: a new dim of size 1 at its
+ * place, indexed by m as a 1-element mask. *self2 and e2[0..n) are new
+ * references (e2 entries may be NULL); 1 when some mask was 0-dim, 0 when
+ * none (nothing made), -1 on failure. */
+static int zero_dim_masks(TensorImpl *self, TensorImpl *const *ent, int n, TensorImpl **self2, TensorImpl **e2) {
+    int k = 0, pos = 0;
+    while (k < n && !(ent[k] && (ent[k]->dtype == CT_BOOL || ent[k]->dtype == CT_UINT8) && !ent[k]->ndim)) k++;
+    if (k == n) return 0;
+    TensorImpl *s = c10_retain(self);
+    for (k = 0; k < n; k++) {
+        TensorImpl *e = ent[k];
+        bool mask = e && (e->dtype == CT_BOOL || e->dtype == CT_UINT8);
+        e2[k] = e && !(mask && !e->ndim) ? c10_retain(e) : NULL;
+        if (mask && !e->ndim) {
+            TensorImpl *u = s ? c10_unsqueeze(s, pos) : NULL;
+            c10_release(s);
+            s = u;
+            e2[k] = c10_unsqueeze(e, 0);
+            if (!s || !e2[k]) break;
+        }
+        pos += mask && e->ndim ? e->ndim : 1;
+    }
+    if (k < n) { /* out of memory */
+        for (int j = 0; j <= k && j < n; j++) c10_release(e2[j]);
+        c10_release(s);
+        return -1;
+    }
+    *self2 = s;
+    return 1;
+}
+
+/* Runs f on a copy of a whose self (t[0]) and entries (t[first..]) have their
+ * 0-dim masks made 1-element ones over a new dim (and dst likewise, a view of
+ * it; a result of self's shape is seen in it again); 0 when there were none
+ * (the caller runs a itself). */
+static int with_zero_dim_masks(int (*f)(int, const OpArgs *, TensorImpl **), int op, const OpArgs *a, int first,
+                               TensorImpl **out) {
+    TensorImpl *s2 = NULL, *e2[OP_MAX_TENSORS] = {0}, *d2 = NULL;
+    int z = zero_dim_masks(a->t[0], a->t + first, a->nt - first, &s2, e2);
+    if (z <= 0) return z;
+    OpArgs b = *a;
+    b.t[0] = s2;
+    for (int k = first; k < a->nt; k++) b.t[k] = e2[k - first];
+    if (a->dst && !(d2 = b.dst = c10_retain(s2))) z = -1; /* self is dst: s2 is its view */
+    int r = z < 0 ? -1 : f(op, &b, out);
+    if (r > 0 && first == 2) { /* index_put: the result is dst itself, or of self's shape */
+        TensorImpl *v = a->dst ? c10_retain(a->dst) : c10_view(out[0], a->t[0]->sizes, a->t[0]->ndim);
+        c10_release(out[0]);
+        out[0] = v;
+        r = v ? r : -1;
+    }
+    c10_release(s2);
+    c10_release(d2);
+    for (int k = first; k < a->nt; k++) c10_release(e2[k - first]);
+    return r;
+}
+
 int fwd_index(int op, const OpArgs *a, TensorImpl **out) {
-    (void)op;
     TensorImpl *self = a->t[0];
+    int z = with_zero_dim_masks(fwd_index, op, a, 1, out);
+    if (z) return z;
     AdvIndex ai;
     if (adv_prepare("index", self, a->t + 1, a->nt - 1, &ai) < 0) return -1;
     if (adv_offsets("index", &ai, self) < 0) {
@@ -1076,9 +1134,10 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
 /* t[0] self, t[1] values, t[2..nt-1] indices (NULL = ':'); i: accumulate.
  * dst: in place (self itself is written). */
 int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
-    (void)op;
     TensorImpl *self = a->t[0], *values = a->t[1], *cast = NULL;
     if (!same_device("index_put", self, values)) return -1;
+    int z = with_zero_dim_masks(fwd_index_put, op, a, 2, out);
+    if (z) return z;
     /* torch's masked_fill dispatch: one value and one bool / byte mask (the other
      * indices ':'), not accumulating, take the value cast, as masked_fill_ does */
     int masks = 0, defined = 0;

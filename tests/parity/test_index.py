@@ -1410,3 +1410,31 @@ def test_masked_scatter_check_order():
                 close(got, tfn(), what=what)
             else:
                 ct.assert_error(got, err, what=what)
+
+
+def test_zero_dim_bool_index_as_python():
+    """x[torch.tensor(True)] as torch's Python indexing: a new dim of size 1 (0 for
+    False) at the mask's place, with other indices too; index_put (x[m] = v) the
+    same way (torch's aten index_put asserts internally there: its Python
+    semantics are followed); gradients"""
+    bt, bf = torch.tensor(True), torch.tensor(False)
+    x2 = torch.arange(6.0, dtype=torch.float64).reshape(2, 3)
+    for x, ix in [(x2, [bt]), (x2, [bf]), (x2, [None, bt]), (x2, [torch.tensor([1]), bt]),
+                  (x2, [bt, torch.tensor([1, 0])]), (torch.tensor(5.0), [bt]), (torch.tensor(5.0), [bf]), (x2, [bt, bt])]:
+        what = f"x{tuple(x.shape)}[{[None if i is None else i.tolist() for i in ix]}]: "
+        hix = lambda: arr([None if i is None else h(i) for i in ix])  # noqa: E731
+        py = tuple(slice(None) if i is None else i for i in ix)
+        close(lib.ct_index(h(x), hix(), len(ix)), x[py], what=what)
+        y = x.clone()
+        y[py] = 7.0
+        close(lib.ct_index_put(h(x), hix(), len(ix), h(torch.tensor(7.0, dtype=x.dtype)), False), y, what=what + "= 7: ")
+        hy = h(x.clone())
+        assert lib.ct_index_put_(hy, hix(), len(ix), h(torch.tensor(7.0, dtype=x.dtype)), False) == 0
+        close(hy, y, what=what + "in place: ")
+        tx = x.clone().requires_grad_()
+        out = tx[py]
+        g = torch.randn(out.shape, dtype=x.dtype)
+        want, = torch.autograd.grad(out, tx, g)
+        hl = ct.leaf(x)
+        got = ct.grads_of(ct.check(lib.ct_index(hl, hix(), len(ix))), [hl], g)[0]
+        close(got, want, what=what + "grad: ")
