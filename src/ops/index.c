@@ -882,11 +882,7 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
             continue;
         }
         if (!same_device(op, self, e)) goto done;
-        if (e->dtype == CT_BOOL || e->dtype == CT_UINT8) {
-            if (e->ndim == 0) {
-                c10_error("%s: 0-dim boolean masks are not supported", op);
-                goto done;
-            }
+        if (e->dtype == CT_BOOL || e->dtype == CT_UINT8) { /* (0-dim ones made 1-element by the callers) */
             if (mask_check(op, self, e, pos) < 0) goto done;
             if (meta || e->device == CT_META) {
                 c10_error("%s: boolean mask indexing has a data-dependent shape and is not supported on the meta "
