@@ -1045,10 +1045,10 @@ static int zero_dim_masks(TensorImpl *self, TensorImpl *const *ent, int n, Tenso
 
 /* Runs f on a copy of a whose self (t[0]) and entries (t[first..]) have their
  * 0-dim masks made 1-element ones over a new dim (and dst likewise, a view of
- * it; a result of self's shape is seen in it again); 0 when there were none
- * (the caller runs a itself). */
+ * it); with put (index_put) the result is dst, or seen in self's shape again.
+ * 0 when there were none (the caller runs a itself). */
 static int with_zero_dim_masks(int (*f)(int, const OpArgs *, TensorImpl **), int op, const OpArgs *a, int first,
-                               TensorImpl **out) {
+                               bool put, TensorImpl **out) {
     TensorImpl *s2 = NULL, *e2[OP_MAX_TENSORS] = {0}, *d2 = NULL;
     int z = zero_dim_masks(a->t[0], a->t + first, a->nt - first, &s2, e2);
     if (z <= 0) return z;
@@ -1057,7 +1057,7 @@ static int with_zero_dim_masks(int (*f)(int, const OpArgs *, TensorImpl **), int
     for (int k = first; k < a->nt; k++) b.t[k] = e2[k - first];
     if (a->dst && !(d2 = b.dst = c10_retain(s2))) z = -1; /* self is dst: s2 is its view */
     int r = z < 0 ? -1 : f(op, &b, out);
-    if (r > 0 && first == 2) { /* index_put: the result is dst itself, or of self's shape */
+    if (r > 0 && put) {
         TensorImpl *v = a->dst ? c10_retain(a->dst) : c10_view(out[0], a->t[0]->sizes, a->t[0]->ndim);
         c10_release(out[0]);
         out[0] = v;
@@ -1071,7 +1071,7 @@ static int with_zero_dim_masks(int (*f)(int, const OpArgs *, TensorImpl **), int
 
 int fwd_index(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0];
-    int z = with_zero_dim_masks(fwd_index, op, a, 1, out);
+    int z = with_zero_dim_masks(fwd_index, op, a, 1, false, out);
     if (z) return z;
     AdvIndex ai;
     if (adv_prepare("index", self, a->t + 1, a->nt - 1, &ai) < 0) return -1;
@@ -1132,7 +1132,7 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
 int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0], *values = a->t[1], *cast = NULL;
     if (!same_device("index_put", self, values)) return -1;
-    int z = with_zero_dim_masks(fwd_index_put, op, a, 2, out);
+    int z = with_zero_dim_masks(fwd_index_put, op, a, 2, true, out);
     if (z) return z;
     /* torch's masked_fill dispatch: one value and one bool / byte mask (the other
      * indices ':'), not accumulating, take the value cast, as masked_fill_ does */

@@ -101,10 +101,7 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
     g->inner = 1;
     for (int d = 2; d < x->ndim; d++) g->inner *= x->sizes[d];
     g->R = g->N * g->inner;
-    if (allow_prob && same) {
-        if (!c10_is_float(target->dtype))
-            return c10_error_int("%s: Expected floating point type for target with class probabilities, got %s", op,
-                                 c10_dtype_cname(target->dtype));
+    if (allow_prob && same) { /* their target's dtype: fwd_cross_entropy's first checks */
         g->prob = true;
     } else {
         if (x->ndim != 1 && target->ndim == 0) /* torch reads a 0-dim target's batch as 0 */
