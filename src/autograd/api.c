@@ -48,6 +48,14 @@ static int binary_(int op, ct_tensor *x, const ct_tensor *y, double alpha) {
     OpArgs a = {.t = {t_[0], t_[1]}, .nt = 2, .s = {alpha}};
     return ag_call_inplace(op, &a);
 }
+static const char *scalar_node(int op) {
+    switch (op) {
+    case OP_pow: return "PowBackward0";
+    case OP_remainder: return "RemainderBackward0";
+    case OP_fmod: return "FmodBackward0";
+    default: return NULL;
+    }
+}
 static ct_tensor *binary_scalar(int op, const ct_tensor *x, double v, double alpha) {
     UNWRAP(x);
     TensorImpl *w = ag_wrapped_scalar(v, t_[0]->dtype);
@@ -56,6 +64,7 @@ static ct_tensor *binary_scalar(int op, const ct_tensor *x, double v, double alp
     op_args_init(&a, 2, t_[0], w, alpha);
     TensorImpl *r = ag_call1(op, &a);
     c10_release(w);
+    ag_name_node(r, op, scalar_node(op));
     return c10_wrap(r);
 }
 static int binary_scalar_(int op, ct_tensor *x, double v, double alpha) {
@@ -65,6 +74,7 @@ static int binary_scalar_(int op, ct_tensor *x, double v, double alpha) {
     OpArgs a = {.t = {t_[0], w}, .nt = 2, .s = {alpha}};
     int r = ag_call_inplace(op, &a);
     c10_release(w);
+    if (r == 0) ag_name_node(t_[0], op, scalar_node(op));
     return r;
 }
 
@@ -103,6 +113,7 @@ ct_tensor *ct_rsub_scalar(const ct_tensor *a, double b) {
     OpArgs args = {.t = {w, t_[0]}, .nt = 2, .s = {1}};
     TensorImpl *r = ag_call1(OP_sub, &args);
     c10_release(w);
+    ag_name_node(r, OP_sub, "RsubBackward1");
     return c10_wrap(r);
 }
 
@@ -115,13 +126,17 @@ static int div_mode_op(const char *mode) {
 }
 ct_tensor *ct_div_mode(const ct_tensor *a, const ct_tensor *b, const char *rounding_mode) {
     int op = div_mode_op(rounding_mode);
-    return op < 0 ? NULL : binary(op, a, b, 1);
+    ct_tensor *r = op < 0 ? NULL : binary(op, a, b, 1);
+    if (r) ag_name_node(c10_unwrap(r), op, "DivBackward2");
+    return r;
 }
 ct_tensor *ct_div_scalar_mode(const ct_tensor *a, double b, const char *rounding_mode) {
     int op = div_mode_op(rounding_mode);
-    return op < 0 ? NULL : binary_scalar(op, a, b, 1);
+    ct_tensor *r = op < 0 ? NULL : binary_scalar(op, a, b, 1);
+    if (r) ag_name_node(c10_unwrap(r), op, "DivBackward2"); /* the number wrapped, as torch's binding does */
+    return r;
 }
-ct_tensor *ct_floor_divide(const ct_tensor *a, const ct_tensor *b) { return binary(OP_div_floor, a, b, 1); }
+ct_tensor *ct_floor_divide(const ct_tensor *a, const ct_tensor *b) { return binary(OP_floor_divide, a, b, 1); }
 
 ct_tensor *ct_gelu(const ct_tensor *a, const char *approximate) {
     if (approximate && strcmp(approximate, "none") && strcmp(approximate, "tanh"))
@@ -479,12 +494,15 @@ int ct_copy_(ct_tensor *dst, const ct_tensor *src) {
     OpArgs a = {.t = {t_[0], t_[1]}, .nt = 2};
     return ag_call_inplace(OP_copy_, &a);
 }
-int ct_fill_(ct_tensor *h, double value) {
+static int fill_named(ct_tensor *h, double value, const char *node) {
     UNWRAP_INT(h);
     OpArgs a = {.t = {t_[0]}, .nt = 1, .s = {value}};
-    return ag_call_inplace(OP_fill_, &a);
+    int r = ag_call_inplace(OP_fill_, &a);
+    if (r == 0) ag_name_node(t_[0], OP_fill_, node);
+    return r;
 }
-int ct_zero_(ct_tensor *t) { return ct_fill_(t, 0); }
+int ct_fill_(ct_tensor *h, double value) { return fill_named(h, value, "FillBackward2"); } /* fill_.Scalar */
+int ct_zero_(ct_tensor *t) { return fill_named(t, 0, "ZeroBackward0"); }
 
 /* ----------------------------------------------------------------- autograd */
 
@@ -585,7 +603,8 @@ int ct_backward(ct_tensor *t, const ct_tensor *grad) { return ct_backward_ex(t, 
 int ct_autograd_grad(const ct_tensor *const *outputs, const ct_tensor *const *grad_outputs, int noutputs,
                      const ct_tensor *const *inputs, int ninputs, ct_tensor **results, bool retain_graph,
                      bool create_graph, bool allow_unused) {
-    if (noutputs <= 0 || noutputs > 64 || ninputs <= 0 || ninputs > 64)
+    if (ninputs == 0) return c10_error_int("grad requires non-empty inputs.");
+    if (noutputs <= 0 || noutputs > 64 || ninputs < 0 || ninputs > 64)
         return c10_error_int("grad: between 1 and 64 outputs and inputs are supported");
     if (!outputs || !inputs || !results) return c10_error_int("grad: invalid argument: outputs, inputs or results is NULL");
     TensorImpl *outs[64], *gos[64], *ins[64], *res[64];

@@ -21,7 +21,17 @@ ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b) { return call2(OP_mm, a
 ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b) { return call2(OP_bmm, a, b); }
 ct_tensor *ct_mv(const ct_tensor *a, const ct_tensor *v) { return call2(OP_mv, a, v); }
 ct_tensor *ct_dot(const ct_tensor *a, const ct_tensor *b) { return call2(OP_dot, a, b); }
-ct_tensor *ct_outer(const ct_tensor *a, const ct_tensor *b) { return call2(OP_outer, a, b); }
+ct_tensor *ct_outer(const ct_tensor *a, const ct_tensor *b) {
+    ct_tensor *r = call2(OP_outer, a, b);
+    if (r) ag_name_node(c10_unwrap(r), OP_outer, "MulBackward0"); /* torch: a.reshape(-1, 1) * b */
+    return r;
+}
+
+/* torch 1.13 matmul's last step by ranks: 1-d @ 2-d squeezes a row in place, 2-d @
+ * batched transposes a contiguous copy, other batched ones fold into an _unsafe_view. */
+static const char *matmul_node(int na, int nb) {
+    return na == 1 && nb == 2 ? "SqueezeBackward3" : na == 2 && nb > 2 ? "CloneBackward0" : "UnsafeViewBackward0";
+}
 
 ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     TensorImpl *t[2];
@@ -36,6 +46,7 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
         ct_clear_error();
         r = at_call1(OP_matmul, &args);
     }
+    ag_name_node(r, OP_matmul, matmul_node(na, nb));
     return c10_wrap(r);
 }
 
@@ -55,7 +66,16 @@ ct_tensor *ct_linear(const ct_tensor *input, const ct_tensor *weight, const ct_t
     const ct_tensor *h[3] = {input, weight, bias};
     if (!unwrap(h, t, bias ? 3 : 2)) return NULL;
     OpArgs a = {.t = {t[0], t[1], t[2]}, .nt = 3};
-    return c10_wrap(ag_call1(OP_linear, &a));
+    TensorImpl *r = ag_call1(OP_linear, &a);
+    /* the node of torch 1.13's path (fwd_linear takes the same ones): addmm, a folded addmm's view,
+     * matmul then add_(bias), or matmul alone */
+    const TensorImpl *x = t[0];
+    bool fold = t[2] && x->ndim == 3 && x->is_contiguous;
+    ag_name_node(r, OP_linear, t[2] && x->ndim == 2 ? "AddmmBackward0" : fold ? "ViewBackward0"
+                               : t[2] ? "AddBackward0" : x->ndim == 2 && t[1]->ndim == 2 ? "MmBackward0"
+                               : x->ndim == 2 ? "MvBackward0" : x->ndim == 1 && t[1]->ndim == 1 ? "DotBackward0"
+                               : matmul_node(x->ndim, t[1]->ndim));
+    return c10_wrap(r);
 }
 
 /* ------------------------------------------------------ convolution, pooling */

@@ -59,7 +59,12 @@ ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduc
     return pw_loss(OP_mse_loss, input, target, NULL, NULL, reduction, 0);
 }
 ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
-    return pw_loss(OP_l1_loss, input, target, NULL, NULL, reduction, 0);
+    ct_tensor *r = pw_loss(OP_l1_loss, input, target, NULL, NULL, reduction, 0);
+    /* torch 1.13's l1_loss is a composite, (input - target).abs() then the reduction: its last node */
+    static const char *const node[] = {"AbsBackward0", "MeanBackward0", "SumBackward0"};
+    if (r && reduction >= CT_REDUCTION_NONE && reduction <= CT_REDUCTION_SUM)
+        ag_name_node(c10_unwrap(r), OP_l1_loss, node[reduction]);
+    return r;
 }
 ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction, double beta) {
     return pw_loss(OP_smooth_l1_loss, input, target, NULL, NULL, reduction, beta);

@@ -180,6 +180,12 @@ const DerivInfo deriv_info[OP_COUNT] = {
 #undef OP
 };
 
+/* torch's NotImplemented node: its backward fails */
+int d_not_implemented(BackwardCtx *c, TensorImpl **gi) {
+    (void)gi;
+    return c10_error_int("derivative for aten::%s is not implemented", op_info[c->node->op].name);
+}
+
 /* ---- views and copies ---- */
 COLD_BEGIN /* once a backward call, not per element: for size */
 

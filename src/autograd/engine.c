@@ -228,17 +228,22 @@ static int apply_copy_slices(Node *n, TensorImpl *grad, TensorImpl **gi) {
     TensorImpl *view = F(ag_call1(OP_as_strided, &a));
     TensorImpl *go[OP_MAX_OUTS] = {F(ag_unary(OP_clone, view))};
     if (!go[0]) goto out;
-    bool needs[OP_MAX_TENSORS] = {true};
+    /* the base's part only when its edge wants it (torch's should_compute_output(0)):
+     * a base that needs no gradient may lack what the op saved for it */
+    bool needs[OP_MAX_TENSORS] = {n->next[0].fn && n->next[0].fn->needed};
     for (int k = 1; k < n->num_next; k++) needs[k] = n->next[k].fn && n->next[k].fn->needed;
     TensorImpl *fgi[OP_MAX_TENSORS] = {0};
     if (apply_op(cs->fn, go, fgi, needs) < 0) goto out;
-    /* the view's old value gets fgi[0]; the op's other inputs get theirs */
-    OpArgs put = {.t = {view, fgi[0]}, .nt = fgi[0] ? 2 : 1, .s = {0}}; /* recorded with create_graph */
-    int r = ag_call_inplace(fgi[0] ? OP_copy_ : OP_fill_, &put);
-    c10_release(fgi[0]);
-    if (r < 0) goto out;
-    gi[0] = result;
-    result = NULL;
+    if (needs[0]) { /* the view's old value gets fgi[0]; the op's other inputs get theirs */
+        OpArgs put = {.t = {view, fgi[0]}, .nt = fgi[0] ? 2 : 1, .s = {0}}; /* recorded with create_graph */
+        int r = ag_call_inplace(fgi[0] ? OP_copy_ : OP_fill_, &put);
+        c10_release(fgi[0]);
+        if (r < 0) goto out;
+        gi[0] = result;
+        result = NULL;
+    } else {
+        c10_release(fgi[0]);
+    }
     for (int k = 1; k < n->num_next; k++) gi[k] = fgi[k];
     rc = 0;
 out:
@@ -259,7 +264,7 @@ static int apply_accumulate(Node *n, TensorImpl **slot, bool create_graph) {
     if (m->hooks && grad) {
         TensorImpl *h = ag_run_hooks(m->hooks, grad);
         c10_release(grad);
-        if (!h && c10_has_error()) return -1;
+        if (!h) return -1;
         grad = h;
     }
     if (grad && !m->requires_grad) { /* requires_grad_(false) since the graph was made: dropped, as torch */
@@ -300,7 +305,7 @@ static int pre_hooks(Node *n, TensorImpl **inputs) {
     for (int k = 0; k < n->num_inputs; k++) {
         if (n->pre_hooks[k] && inputs[k]) {
             TensorImpl *h = ag_run_hooks(n->pre_hooks[k], inputs[k]);
-            if (!h && c10_has_error()) return -1;
+            if (!h) return -1;
             c10_release(inputs[k]);
             inputs[k] = h;
         }
@@ -311,7 +316,7 @@ static int pre_hooks(Node *n, TensorImpl **inputs) {
                 r->grad = ag_binary(OP_add, prev, inputs[k]);
                 c10_release(prev);
             } else {
-                r->grad = at_to_dtype(inputs[k], inputs[k]->dtype);
+                r->grad = ag_unary(OP_clone, inputs[k]); /* torch's grad.clone(): recorded under create_graph */
             }
             if (!r->grad) return -1;
         }

@@ -2,6 +2,7 @@
 #include "autograd/autograd.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct Hook {
     ct_tensor *(*fn)(const ct_tensor *grad, void *ctx);
@@ -17,8 +18,20 @@ void ag_hooks_free(Hook *h) {
     }
 }
 
-/* Runs the hooks in registration order; each may return a replacement. Returns
- * a new reference to the final gradient (NULL with the error on failure). */
+/* torch's check_variable_result: a replacement keeps the gradient's type and size. */
+static int check_hook_result(const TensorImpl *was, const TensorImpl *got) {
+    if (was->dtype != got->dtype || was->device != got->device)
+        return c10_error_int("hook has changed the type of value (was torch.%s got torch.%s)",
+                             ag_legacy_type_name(was->dtype), ag_legacy_type_name(got->dtype));
+    if (was->ndim != got->ndim || memcmp(was->sizes, got->sizes, sizeof(int64_t) * (size_t)was->ndim))
+        return c10_error_int("hook has changed the size of value (was %s got %s)", c10_shape_str(was->sizes, was->ndim),
+                             c10_shape_str(got->sizes, got->ndim));
+    return 0;
+}
+
+/* Runs the hooks in registration order; each may return a replacement of the
+ * same type and size. Returns a new reference to the final gradient (NULL with
+ * the error on failure). */
 TensorImpl *ag_run_hooks(Hook *h, TensorImpl *grad) {
     TensorImpl *g = c10_retain(grad);
     for (; h && g; h = h->next) {
@@ -26,6 +39,7 @@ TensorImpl *ag_run_hooks(Hook *h, TensorImpl *grad) {
         ct_tensor *in = c10_wrap(c10_retain(g));
         ct_tensor *r = h->fn(in, h->ctx);
         TensorImpl *rt = r ? c10_unwrap(r) : NULL;
+        if (rt && check_hook_result(g, rt) < 0) rt = NULL, c10_release(g), g = NULL;
         if (rt) {
             c10_release(g);
             g = c10_retain(rt);

@@ -241,6 +241,10 @@ static void set_history_owned(TensorImpl *out, Node *fn, int output_nr) {
         return;
     }
     Node *old = m->grad_fn;
+    if (m->retains_grad && old != fn) { /* retain_grad follows the tensor to its new history (in-place ops) */
+        if (old && old->retain[m->output_nr] == m) old->retain[m->output_nr] = NULL;
+        if (fn) fn->retain[output_nr] = m;
+    }
     m->grad_fn = fn;
     m->output_nr = output_nr;
     m->attr_version = c10_version(out);
@@ -249,13 +253,20 @@ static void set_history_owned(TensorImpl *out, Node *fn, int output_nr) {
 
 void ag_set_history(TensorImpl *out, Node *fn, int output_nr) { set_history_owned(out, ag_node_retain(fn), output_nr); }
 
+/* The node of the overload or path torch takes where it is not the row's (x.pow(2) is
+ * pow.Tensor_Scalar's PowBackward0): renames t's grad_fn when op made it (not a CopySlices). */
+void ag_name_node(TensorImpl *t, int op, const char *name) {
+    Node *n = t && name && t->autograd ? t->autograd->grad_fn : NULL;
+    if (n && n->kind == NODE_OP && n->op == op) n->name = name;
+}
+
 void ag_save(SavedVariable *sv, TensorImpl *t, bool is_output) {
     sv->data = is_output ? c10_alias(t) : c10_retain(t);
     sv->version = c10_version(t);
     sv->is_output = is_output;
 }
 
-static const char *legacy_type_name(ct_dtype d) {
+const char *ag_legacy_type_name(ct_dtype d) {
     static const char *const names[CT_NUM_DTYPES] = {
         "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
         "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor"};
@@ -280,7 +291,7 @@ static int check_saved(Node *n, SavedVariable *sv, int output_nr) {
         if (fn) snprintf(owner, sizeof owner, ", which is output %d of %s,", sv->is_output ? output_nr : t->autograd->output_nr, fn->name);
         return c10_error_int("one of the variables needed for gradient computation has been modified by an inplace "
                              "operation: [torch.%s %s]%s is at version %u; expected version %u instead. Hint: %s",
-                             legacy_type_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version,
+                             ag_legacy_type_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version,
                              ag_anomaly ? "the backtrace further above shows the operation that failed to compute its "
                                           "gradient. The variable in question was changed in there or anywhere later. "
                                           "Good luck!"
@@ -373,7 +384,9 @@ static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl
     }
     for (int j = 0; j < n; j++) {
         if (out[j]) ag_input_meta(node, &node->out_meta[j], out[j]);
-        if (flags & SV_OUT(j)) ag_save(&node->saved_out[j], out[j], true);
+        /* pow's result serves its exponent's gradient only (x.pow_(2) then y.mul_(2) backpropagates, as torch) */
+        if ((flags & SV_OUT(j)) && (op != OP_pow || ag_requires_grad(a->t[1])))
+            ag_save(&node->saved_out[j], out[j], true);
     }
     Node *own = give ? node : NULL; /* the creation reference, for the first output */
     for (int j = 0; j < n; j++)

@@ -46,3 +46,8 @@ TensorImpl *at_call1(int op, const OpArgs *a) {
     for (int k = 1; k < n; k++) c10_release(out[k]);
     return n > 0 ? out[0] : NULL;
 }
+
+int fwd_floor_divide(int op, const OpArgs *a, TensorImpl **out) {
+    (void)op;
+    return fwd_binary(OP_div_floor, a, out);
+}

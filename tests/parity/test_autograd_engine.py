@@ -1,0 +1,320 @@
+"""Parity of the autograd engine's finer semantics with PyTorch 1.13: hooks that
+change a gradient's type or size, in-place ops on views of bases that need no
+gradient, retain_grad across in-place ops and under create_graph, what in-place
+pow saves, and the node names of overloads and paths. Expected values, names
+and messages come from torch at test time."""
+import ctypes
+import warnings
+from ctypes import c_bool, c_char_p, c_double, c_int, c_void_p
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import ctorch_ffi as ct  # noqa: E402
+from ctorch_ffi import CT, T, leaf  # noqa: E402
+
+TP = ctypes.POINTER(c_void_p)
+HOOK = ctypes.CFUNCTYPE(c_void_p, c_void_p, c_void_p)
+ct.declare_elementwise(["sin", "exp"], ["add", "sub", "mul", "div", "pow", "remainder", "fmod", "atan2",
+                                        "maximum", "minimum"])
+for row in [
+    ("ct_register_hook", c_int, [T, HOOK, c_void_p]),
+    ("ct_retain_grad", c_int, [T]),
+    ("ct_backward", c_int, [T, CT]),
+    ("ct_backward_ex", c_int, [T, CT, c_bool, c_bool]),
+    ("ct_autograd_grad", c_int, [TP, TP, c_int, TP, c_int, TP, c_bool, c_bool, c_bool]),
+    ("ct_grad", T, [CT]),
+    ("ct_set_grad", c_int, [T, CT]),
+    ("ct_grad_fn_name", c_char_p, [CT]),
+    ("ct_requires_grad", c_bool, [CT]),
+    ("ct_sum", T, [CT]),
+    ("ct_narrow", T, [CT, c_int, ct.c_int64, ct.c_int64]),
+    ("ct_select", T, [CT, c_int, ct.c_int64]),
+    ("ct_unsqueeze", T, [CT, c_int]),
+    ("ct_transpose", T, [CT, c_int, c_int]),
+    ("ct_to_dtype", T, [CT, c_int]),
+    ("ct_clone", T, [CT]),
+    ("ct_rsub_scalar", T, [CT, c_double]),
+    ("ct_fill_", c_int, [T, c_double]),
+    ("ct_zero_", c_int, [T]),
+    ("ct_floor_divide", T, [CT, CT]),
+    ("ct_div_mode", T, [CT, CT, c_char_p]),
+    ("ct_div_scalar_mode", T, [CT, c_double, c_char_p]),
+    ("ct_outer", T, [CT, CT]),
+    ("ct_matmul", T, [CT, CT]),
+    ("ct_linear", T, [CT, CT, CT]),
+    ("ct_l1_loss", T, [CT, CT, c_int]),
+]:
+    ct.declare(*row)
+lib = ct.lib
+pytestmark = ct.requires("ct_register_hook", "ct_retain_grad", "ct_autograd_grad")
+
+
+def rand(shape, seed, dtype=torch.float64):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def name(h):
+    n = lib.ct_grad_fn_name(ct.check(h))
+    return n.decode() if n else None
+
+
+def tname(t):
+    return type(t.grad_fn).__name__ if t.grad_fn is not None else None
+
+
+def grad(h):
+    return ct.check(lib.ct_grad(h))
+
+
+# ---------------------------------------------------------------- hooks
+HOOK_CASES = {  # a replacement of another size or type: (ctorch hook body, torch hook, torch's words)
+    "narrowed": (lambda g: lib.ct_narrow(g, 0, 0, 2), lambda g: g[:2], "has changed the size of value"),
+    "summed": (lambda g: lib.ct_sum(g), lambda g: g.sum(), "has changed the size of value"),
+    "double": (lambda g: lib.ct_to_dtype(g, ct.CT_FLOAT64), lambda g: g.double(),
+               "has changed the type of value (was torch.FloatTensor got torch.DoubleTensor)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOOK_CASES))
+@pytest.mark.parametrize("on", ["leaf", "nonleaf"])
+def test_hook_may_not_change_the_gradients_type_or_size(case, on):
+    """torch's check_variable_result: a hook's replacement keeps the value's type and
+    size, on a leaf (before .grad is written) and on a non-leaf (before its node runs)"""
+    chook, thook, words = HOOK_CASES[case]
+    x = rand(3, 1, torch.float32)
+    tx = x.clone().requires_grad_()
+    ty = tx if on == "leaf" else tx.sin()
+    ty.register_hook(thook)
+    with pytest.raises(RuntimeError) as e:
+        (ty.exp().sum()).backward()
+    assert words in str(e.value)
+    hx = leaf(x)
+    hy = hx if on == "leaf" else ct.check(lib.ct_sin(hx))
+    cb = HOOK(lambda g, ctx: chook(g))
+    assert lib.ct_register_hook(hy, cb, None) == 0
+    assert lib.ct_backward(ct.check(lib.ct_sum(ct.check(lib.ct_exp(hy)))), None) == -1
+    assert words in ct.last_error()
+    assert not lib.ct_grad(hx)  # no .grad was written
+    ct.clear_error()
+
+
+def test_hook_replacement_of_the_same_type_and_size_is_taken():
+    x = rand((2, 3), 2)
+    tx = x.clone().requires_grad_()
+    ty = tx.sin()
+    ty.register_hook(lambda g: g * 3)
+    ty.exp().sum().backward()
+    hx = leaf(x)
+    hy = ct.check(lib.ct_sin(hx))
+    cb = HOOK(lambda g, ctx: lib.ct_mul_scalar(g, 3.0))
+    assert lib.ct_register_hook(hy, cb, None) == 0
+    assert lib.ct_backward(ct.check(lib.ct_sum(ct.check(lib.ct_exp(hy)))), None) == 0, ct.last_error()
+    ct.assert_close(grad(hx), tx.grad, rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------- in-place ops on views
+BINARY_INPLACE = ["mul", "div", "add", "sub", "pow", "atan2"]
+VIEWS = {  # (ctorch view of a [4, 3] base, torch's)
+    "narrow": (lambda b: lib.ct_narrow(b, 0, 1, 2), lambda b: b.narrow(0, 1, 2)),
+    "select": (lambda b: lib.ct_select(b, 1, 2), lambda b: b.select(1, 2)),
+    "transpose": (lambda b: lib.ct_transpose(b, 0, 1), lambda b: b.t()),
+    "unsqueeze": (lambda b: lib.ct_unsqueeze(b, 0), lambda b: b.unsqueeze(0)),
+}
+
+
+@pytest.mark.parametrize("op", BINARY_INPLACE)
+@pytest.mark.parametrize("view", sorted(VIEWS))
+@pytest.mark.parametrize("loss_of", ["base", "view"])
+def test_inplace_into_a_view_of_a_base_that_needs_no_grad(op, view, loss_of):
+    """b needs no gradient, w does: v = view(b); v.op_(w) gives b a CopySlices whose
+    backward computes only w's part (mul_'s gradient for b needs w, which mul_ does
+    not save when b needs none: backward failed with no message)"""
+    cview, tview = VIEWS[view]
+    b0 = rand((4, 3), 3).abs() + 0.5
+    tb = b0.clone()
+    tv = tview(tb)
+    w0 = rand(tuple(tv.shape), 4).abs() + 0.5
+    tw = w0.clone().requires_grad_()
+    getattr(tv, op + "_")(tw)
+    (tb if loss_of == "base" else tv).pow(2).sum().backward()
+    hb = ct.check(lib.ct_mul_scalar(ct.from_torch(b0), 1.0))
+    hv = ct.check(cview(hb))
+    hw = leaf(w0)
+    assert getattr(lib, "ct_" + op + "_")(hv, hw) == 0, ct.last_error()
+    assert name(hb) == tname(tb) == "CopySlices"
+    loss = ct.check(lib.ct_sum(ct.check(lib.ct_pow_scalar(hb if loss_of == "base" else hv, 2.0))))
+    assert lib.ct_backward(loss, None) == 0, ct.last_error()
+    ct.assert_close(hb, tb.detach(), rtol=1e-12, atol=1e-12)
+    ct.assert_close(grad(hw), tw.grad, rtol=1e-10, atol=1e-12)
+
+
+# ----------------------------------------------------------- retain_grad
+def test_retain_grad_follows_an_inplace_op():
+    """torch moves a retained gradient to the tensor's new history: y.grad is the
+    gradient of y after y.mul_(3), not of its value before"""
+    x = rand(3, 5)
+    tx = x.clone().requires_grad_()
+    ty = tx * 2
+    ty.retain_grad()
+    ty.mul_(3)
+    ty.exp_()
+    (ty * ty).sum().backward()
+    hx = leaf(x)
+    hy = ct.check(lib.ct_mul_scalar(hx, 2.0))
+    assert lib.ct_retain_grad(hy) == 0
+    assert lib.ct_mul_scalar_(hy, 3.0) == 0 and lib.ct_exp_(hy) == 0
+    assert lib.ct_backward(ct.check(lib.ct_sum(ct.check(lib.ct_mul(hy, hy)))), None) == 0, ct.last_error()
+    ct.assert_close(grad(hy), ty.grad, rtol=1e-12, atol=1e-12)
+    ct.assert_close(grad(hx), tx.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_retained_grad_under_create_graph_has_history():
+    """torch's retain_grad hook clones the gradient: under create_graph the clone is
+    recorded (CloneBackward0) and can be differentiated again"""
+    x = rand(3, 6)
+    tx = x.clone().requires_grad_()
+    ty = tx.sin()
+    ty.retain_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's reference-cycle warning for backward(create_graph)
+        (ty ** 3).sum().backward(create_graph=True)
+    hx = leaf(x)
+    hy = ct.check(lib.ct_sin(hx))
+    assert lib.ct_retain_grad(hy) == 0
+    loss = ct.check(lib.ct_sum(ct.check(lib.ct_pow_scalar(hy, 3.0))))
+    assert lib.ct_backward_ex(loss, None, False, True) == 0, ct.last_error()
+    gy = ct.check(lib.ct_grad(hy))
+    assert lib.ct_requires_grad(gy) == ty.grad.requires_grad
+    assert name(gy) == tname(ty.grad)
+    ct.assert_close(gy, ty.grad.detach(), rtol=1e-12, atol=1e-12)
+    # d(sum(y.grad))/dx = d(sum(3 sin(x)^2))/dx
+    (gx,) = torch.autograd.grad(ty.grad.sum(), tx)
+    out = (c_void_p * 1)()
+    assert lib.ct_autograd_grad((c_void_p * 1)(ct.check(lib.ct_sum(gy))), None, 1, (c_void_p * 1)(hx), 1, out,
+                                False, False, False) == 0, ct.last_error()
+    ct.assert_close(out[0], gx, rtol=1e-12, atol=1e-12)
+    # y.grad's history holds y (saved by pow's backward): the cycle torch warns of, broken as it advises
+    assert lib.ct_set_grad(hy, None) == 0 and lib.ct_set_grad(hx, None) == 0
+
+
+# ------------------------------------------------------- what pow_ saves
+@pytest.mark.parametrize("exponent", [2.0, 1.7, 3.0, 0.5, -1.0, 1.0, 0.0])
+def test_inplace_pow_scalar_then_another_inplace_op(exponent):
+    """x.pow_(e) saves x's old value, not its result (its result serves a tensor
+    exponent's gradient only): a later in-place op on it still backpropagates"""
+    x = rand(4, 7).abs() + 0.2
+    tx = x.clone().requires_grad_()
+    ty = tx * 1.0
+    ty.pow_(exponent)
+    ty.mul_(2)
+    ty.sum().backward()
+    hx = leaf(x)
+    hy = ct.check(lib.ct_mul_scalar(hx, 1.0))
+    assert lib.ct_pow_scalar_(hy, exponent) == 0 and lib.ct_mul_scalar_(hy, 2.0) == 0
+    assert name(hy) == tname(ty)
+    assert lib.ct_backward(ct.check(lib.ct_sum(hy)), None) == 0, ct.last_error()
+    ct.assert_close(grad(hx), tx.grad, rtol=1e-12, atol=1e-12)
+
+
+def test_pow_with_a_tensor_exponent_still_checks_its_result():
+    """pow_(tensor exponent) saves its result for the exponent's gradient, as torch:
+    modifying it afterwards fails in backward with torch's words"""
+    x, e = rand(3, 8).abs() + 0.5, rand(3, 9)
+    tx, te = x.clone().requires_grad_(), e.clone().requires_grad_()
+    ty = tx * 1.0
+    ty.pow_(te)
+    ty.mul_(2)
+    with pytest.raises(RuntimeError) as err:
+        ty.sum().backward()
+    hx, he = leaf(x), leaf(e)
+    hy = ct.check(lib.ct_mul_scalar(hx, 1.0))
+    assert lib.ct_pow_(hy, he) == 0 and lib.ct_mul_scalar_(hy, 2.0) == 0
+    assert lib.ct_backward(ct.check(lib.ct_sum(hy)), None) == -1
+    assert "modified by an inplace operation" in str(err.value) and "modified by an inplace operation" in ct.last_error()
+    ct.clear_error()
+
+
+# -------------------------------------------------------------- names
+def test_node_names_of_overloads_and_paths():
+    """the node of the overload torch's binding takes (x.pow(2) pow.Tensor_Scalar's
+    PowBackward0, x % 2 RemainderBackward0, 2 - x RsubBackward1, rounding modes
+    DivBackward2, fill_ FillBackward2, zero_ ZeroBackward0) and of the composite's last
+    step (outer MulBackward0, l1_loss Abs / Mean / Sum, linear by its path, matmul by ranks)"""
+    x, y = rand(3, 10), rand(3, 11)
+    tx, ty = x.clone().requires_grad_(), y.clone().requires_grad_()
+    hx, hy = leaf(x), leaf(y)
+    cases = [(lib.ct_pow_scalar(hx, 2.0), tx.pow(2)), (lib.ct_pow(hx, hy), tx.pow(ty)),
+             (lib.ct_remainder_scalar(hx, 2.0), tx.remainder(2)), (lib.ct_remainder(hx, hy), tx.remainder(ty)),
+             (lib.ct_fmod_scalar(hx, 2.0), tx.fmod(2)), (lib.ct_fmod(hx, hy), tx.fmod(ty)),
+             (lib.ct_rsub_scalar(hx, 2.0), torch.rsub(tx, 2)), (lib.ct_floor_divide(hx, hy), torch.floor_divide(tx, ty)),
+             (lib.ct_outer(hx, hy), torch.outer(tx, ty)), (lib.ct_div_scalar(hx, 2.0), tx / 2)]
+    for mode in [None, "trunc", "floor"]:
+        m = mode.encode() if mode else None
+        cases += [(lib.ct_div_mode(hx, hy, m), torch.div(tx, ty, rounding_mode=mode)),
+                  (lib.ct_div_scalar_mode(hx, 2.0, m), torch.div(tx, 2.0, rounding_mode=mode))]
+    for r, red in enumerate(["none", "mean", "sum"]):
+        cases.append((lib.ct_l1_loss(hx, ct.from_torch(y), r), torch.nn.functional.l1_loss(tx, y, reduction=red)))
+    for fill in ["fill", "zero"]:
+        t = tx * 1.0
+        h = ct.check(lib.ct_mul_scalar(hx, 1.0))
+        if fill == "fill":
+            t.fill_(2.5)
+            assert lib.ct_fill_(h, 2.5) == 0
+        else:
+            t.zero_()
+            assert lib.ct_zero_(h) == 0
+        cases.append((h, t))
+    for k, (h, t) in enumerate(cases):
+        assert name(h) == tname(t), (k, name(h), tname(t))
+        ct.assert_close(h, t.detach(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("xs,ws,bias", [((2, 3), (4, 3), False), ((2, 3), (4, 3), True), ((3,), (4, 3), False),
+                                        ((3,), (4, 3), True), ((2, 5, 3), (4, 3), False), ((2, 5, 3), (4, 3), True),
+                                        ((2, 3), (3,), False), ((3,), (3,), False), ((2, 2, 5, 3), (4, 3), True)])
+def test_linear_node_names_follow_torchs_path(xs, ws, bias):
+    x, w, b = rand(xs, 12), rand(ws, 13), rand(ws[:1], 14)
+    tx, tw, tb = (t.clone().requires_grad_() for t in (x, w, b))
+    t = torch.nn.functional.linear(tx, tw, tb if bias else None)
+    h = lib.ct_linear(leaf(x), leaf(w), leaf(b) if bias else None)
+    assert name(h) == tname(t)
+    ct.assert_close(h, t.detach(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("sa,sb", [((3,), (3, 4)), ((2, 3), (3,)), ((2, 5, 3), (3, 4)), ((3,), (2, 3, 4)),
+                                   ((5, 3), (2, 3, 4)), ((2, 3), (4, 2, 3, 4)), ((2, 5, 3), (1, 3, 4))])
+def test_matmul_node_names_by_ranks(sa, sb):
+    a, b = rand(sa, 15), rand(sb, 16)
+    ta, tb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    t = torch.matmul(ta, tb)
+    h = lib.ct_matmul(leaf(a), leaf(b))
+    assert name(h) == tname(t)
+    ct.assert_close(h, t.detach(), rtol=1e-12, atol=1e-12)
+
+
+def test_floor_divide_has_no_derivative():
+    x, y = rand(3, 17), rand(3, 18)
+    tx = x.clone().requires_grad_()
+    with pytest.raises(RuntimeError) as e:
+        torch.floor_divide(tx, y).sum().backward()
+    hx = leaf(x)
+    h = ct.check(lib.ct_floor_divide(hx, ct.from_torch(y)))
+    ct.assert_close(h, torch.floor_divide(x, y))
+    assert lib.ct_backward(ct.check(lib.ct_sum(h)), None) == -1
+    assert str(e.value) in ct.last_error()
+    ct.clear_error()
+
+
+def test_grad_of_no_inputs_in_torchs_words():
+    x = rand(2, 19)
+    tx = x.clone().requires_grad_()
+    with pytest.raises((RuntimeError, ValueError)) as e:
+        torch.autograd.grad([(tx * 2).sum()], [])
+    hx = leaf(x)
+    out = (c_void_p * 1)()
+    assert lib.ct_autograd_grad((c_void_p * 1)(ct.check(lib.ct_sum(hx))), None, 1, (c_void_p * 1)(), 0, out,
+                                False, False, False) == -1
+    assert str(e.value) in ct.last_error()
+    ct.clear_error()
