@@ -9,7 +9,7 @@ enum {
 
 /* ------------------------------------------------------------ repr helpers */
 /* Python's repr of a float: the shortest text that reads back, "1e-05", "0.1", "1.0". */
-static void pyfloat(char *out, size_t cap, double v) {
+void nn_pyfloat(char *out, size_t cap, double v) {
     if (isnan(v)) {
         snprintf(out, cap, "nan");
         return;
@@ -70,8 +70,8 @@ static int extra_repr(const ct_module *m, char *buf, size_t cap, void *ctx) {
                         a, b, tail);
     }
     case K_BN:
-        pyfloat(a, sizeof a, c->eps);
-        if (c->has_momentum) pyfloat(b, sizeof b, c->momentum);
+        nn_pyfloat(a, sizeof a, c->eps);
+        if (c->has_momentum) nn_pyfloat(b, sizeof b, c->momentum);
         else snprintf(b, sizeof b, "None");
         return snprintf(buf, cap, "%lld, eps=%s, momentum=%s, affine=%s, track_running_stats=%s", (long long)c->in, a,
                         b, pybool(c->affine), pybool(c->track));
@@ -81,11 +81,11 @@ static int extra_repr(const ct_module *m, char *buf, size_t cap, void *ctx) {
         for (int i = 0; i < c->ndim; i++)
             l += (size_t)snprintf(sh + l, sizeof sh - l, "%s%lld", i ? ", " : "", (long long)c->shape[i]);
         snprintf(sh + l, sizeof sh - l, c->ndim == 1 ? ",)" : ")");
-        pyfloat(a, sizeof a, c->eps);
+        nn_pyfloat(a, sizeof a, c->eps);
         return snprintf(buf, cap, "%s, eps=%s, elementwise_affine=%s", sh, a, pybool(c->affine));
     }
     case K_DROPOUT:
-        pyfloat(a, sizeof a, c->p);
+        nn_pyfloat(a, sizeof a, c->p);
         return snprintf(buf, cap, "p=%s, inplace=False", a);
     case K_EMBEDDING:
         if (c->padding_idx >= 0)
@@ -154,10 +154,7 @@ static ct_tensor *fwd(ct_module *m, const ct_tensor *const *in, int n, void *ctx
                              (long long)ct_size(x, 1), (long long)c->in);
         bool training = ct_module_is_training(m);
         double f = c->has_momentum ? c->momentum : 0.0;
-        if (training && rm) {
-            if (ct_numel(x) / c->in <= 1)
-                return c10_error("Expected more than 1 value per channel when training, got input size %s",
-                                 c10_shape_str(ct_sizes(x), nd));
+        if (training && rm) { /* counted before batch_norm checks the batch, as torch */
             ct_tensor *nbt = nn_buffer(m, "num_batches_tracked");
             bool prev = ct_set_grad_enabled(false);
             int r = ct_add_scalar_(nbt, 1);

@@ -56,6 +56,8 @@ typedef struct NnCfg {
     char approximate[8];
 } NnCfg;
 
+/* Python's repr of a float into out: "1e-05", "0.1", "1.0" (reprs and torch's ValueError texts) */
+CT_INTERNAL void nn_pyfloat(char *out, size_t cap, double v);
 CT_INTERNAL void *nn_cfg_clone(const void *ctx);
 CT_INTERNAL void nn_cfg_free(void *ctx);
 

@@ -63,17 +63,24 @@ static int add_params(ct_optimizer *o, ct_tensor *const *params, int n, int grou
     return 0;
 }
 
+/* torch's ValueError for a hyperparameter, the number as Python prints it ("-1.0"). */
+static void *invalid(const char *what, double v) {
+    char b[40];
+    nn_pyfloat(b, sizeof b, v);
+    return c10_error("Invalid %s: %s", what, b);
+}
+
 static ct_optimizer *make(int kind, ct_tensor *const *params, int n, Group g) {
     const char *name = kind_name[kind];
-    if (!(g.lr >= 0)) return c10_error("Invalid learning rate: %g", g.lr);
-    if (!(g.weight_decay >= 0)) return c10_error("Invalid weight_decay value: %g", g.weight_decay);
-    if (!(g.momentum >= 0)) return c10_error("Invalid momentum value: %g", g.momentum);
-    if (!(g.eps >= 0)) return c10_error("Invalid epsilon value: %g", g.eps);
-    if (kind == O_ADAM || kind == O_ADAMW) {
-        if (!(g.beta1 >= 0 && g.beta1 < 1)) return c10_error("Invalid beta parameter at index 0: %g", g.beta1);
-        if (!(g.beta2 >= 0 && g.beta2 < 1)) return c10_error("Invalid beta parameter at index 1: %g", g.beta2);
-    }
-    if (kind == O_RMSPROP && !(g.alpha >= 0)) return c10_error("Invalid alpha value: %g", g.alpha);
+    /* torch's checks in its order: SGD tests `v < 0` (a NaN passes), the others `not 0 <= v` */
+    bool sgd = kind == O_SGD, adam = kind == O_ADAM || kind == O_ADAMW;
+    if (sgd ? g.lr < 0 : !(g.lr >= 0)) return invalid("learning rate", g.lr);
+    if (!sgd && !(g.eps >= 0)) return invalid("epsilon value", g.eps);
+    if (adam && !(g.beta1 >= 0 && g.beta1 < 1)) return invalid("beta parameter at index 0", g.beta1);
+    if (adam && !(g.beta2 >= 0 && g.beta2 < 1)) return invalid("beta parameter at index 1", g.beta2);
+    if (sgd ? g.momentum < 0 : !(g.momentum >= 0)) return invalid("momentum value", g.momentum);
+    if (sgd ? g.weight_decay < 0 : !(g.weight_decay >= 0)) return invalid("weight_decay value", g.weight_decay);
+    if (kind == O_RMSPROP && !(g.alpha >= 0)) return invalid("alpha value", g.alpha);
     if (kind == O_SGD && g.nesterov && (g.momentum <= 0 || g.dampening != 0))
         return c10_error("Nesterov momentum requires a momentum and zero dampening");
     if (n == 0) return c10_error("optimizer got an empty parameter list");
@@ -120,7 +127,6 @@ ct_optimizer *ct_optim_rmsprop(ct_tensor *const *params, int n, double lr, doubl
 
 int ct_optimizer_add_param_group(ct_optimizer *o, ct_tensor *const *params, int n, double lr) {
     if (!o) return c10_error_int("add_param_group: optimizer is NULL");
-    if (!(lr >= 0)) return c10_error_int("Invalid learning rate: %g", lr);
     Group *g = realloc(o->g, (size_t)(o->ng + 1) * sizeof *g);
     if (!g) return c10_error_int("add_param_group: out of memory");
     o->g = g;
@@ -205,13 +211,13 @@ int ct_optimizer_zero_grad(ct_optimizer *o, bool set_to_none) {
             T vi = FMA(ob2 * gi, gi, v[i] * b2);                                                                 \
             m[i] = mi;                                                                                           \
             v[i] = vi;                                                                                           \
-            T den;                                                                                               \
+            T den; /* torch's steps in T: sqrt, then / sqrt(bc2), then + eps, each rounded */                   \
             if (ams) {                                                                                           \
                 T x = mx[i] > vi || mx[i] != mx[i] ? mx[i] : vi;                                                 \
                 mx[i] = x;                                                                                       \
-                den = sqrt(x) / bc2s + eps;                                                                      \
+                den = (T)sqrt(x) / bc2s + eps;                                                                   \
             } else {                                                                                             \
-                den = sqrt(vi) / bc2s + eps;                                                                     \
+                den = (T)sqrt(vi) / bc2s + eps;                                                                  \
             }                                                                                                    \
             p[i] = pi + nstep * mi / den;                                                                        \
         }                                                                                                        \

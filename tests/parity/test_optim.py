@@ -227,6 +227,31 @@ def test_clip_grad_norm(max_norm, norm_type):
         ct.assert_close(lib.ct_grad(h), tp.grad, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("kind,kw,args", CONFIGS + [
+    ("adam", dict(lr=1.0, betas=(0.5, 0.0)), (1.0, 0.5, 0.0, 1e-8, 0, False)),
+    ("adamw", dict(lr=0.3, betas=(0.9, 0.9), eps=1e-3, weight_decay=0.2, amsgrad=True), (0.3, 0.9, 0.9, 1e-3, 0.2, True)),
+])
+def test_float32_steps_bit_for_bit(owned, kind, kw, args):
+    """float32 parameters after every step equal torch's bit for bit: each of torch's
+    ops rounds to float (Adam's denominator is sqrt(v), then / sqrt(bc2), then + eps,
+    each in float; evaluated in double it differed by an ulp on a tenth of them)"""
+    g = torch.Generator().manual_seed(3)
+    init = [torch.randn(1000, generator=g)]
+    tparams = [p.clone().requires_grad_(True) for p in init]
+    topt = TORCH_CLS[kind](tparams, **kw)
+    hs = leaves(init)
+    o = make_ct(kind, hs, args)
+    assert o, ct.last_error()
+    owned.append((lib.ct_optimizer_free, o))
+    for step in range(5):
+        gr = torch.randn(1000, generator=g)
+        tparams[0].grad = gr.clone()
+        assert lib.ct_set_grad(hs[0], ct.from_torch(gr)) == 0
+        topt.step()
+        assert lib.ct_optimizer_step(o) == 0, ct.last_error()
+        ct.assert_close(hs[0], tparams[0].detach(), rtol=0, atol=0, what=f"step {step}: ")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("kind,kw,args", [
     ("rmsprop", dict(lr=0.1, alpha=0.0, centered=True), (0.1, 0.0, 1e-8, 0, 0, True)),
@@ -252,6 +277,43 @@ def test_roundings_follow_torch_fused_kernels(owned, kind, kw, args, dtype):
         topt.step()
         assert lib.ct_optimizer_step(o) == 0, ct.last_error()
         ct.assert_close(hs[0], tparams[0].detach(), rtol=0, atol=0, what=f"step {step}: ")
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adam", "adamw", "rmsprop"])
+def test_hyperparameter_checks_in_torchs_order_and_words(owned, kind):
+    """every pair of bad hyperparameters (negative, NaN, a beta of 1): torch's check
+    order, its ValueError text with the number as Python prints it, and SGD's `< 0`
+    tests that let a NaN through"""
+    names = {"sgd": ["lr", "momentum", "dampening", "weight_decay"],
+             "adam": ["lr", "beta1", "beta2", "eps", "weight_decay"],
+             "rmsprop": ["lr", "alpha", "eps", "weight_decay", "momentum"]}[kind if kind != "adamw" else "adam"]
+    good = {"lr": 0.1, "momentum": 0.5, "dampening": 0.0, "weight_decay": 0.01, "beta1": 0.9, "beta2": 0.999,
+            "eps": 1e-8, "alpha": 0.99}
+
+    def torch_kw(v):
+        kw = {k: v[k] for k in names if k not in ("beta1", "beta2")}
+        if "beta1" in v:
+            kw["betas"] = (v["beta1"], v["beta2"])
+        return kw
+    for bad in [-1.0, float("nan"), 1.0, -2.5e-5]:
+        for i in range(len(names)):
+            for j in range(i, len(names)):
+                v = {k: good[k] for k in names}
+                v[names[i]] = bad
+                v[names[j]] = -0.5 if j != i else bad
+                try:
+                    TORCH_CLS[kind]([torch.zeros(2, requires_grad=True)], **torch_kw(v))
+                    msg = None
+                except ValueError as e:
+                    msg = str(e)
+                (h,) = leaves([torch.zeros(2)])
+                o = make_ct(kind, [h], [v[k] for k in names] + [False])
+                if o:
+                    owned.append((lib.ct_optimizer_free, o))
+                if msg is None:
+                    assert o, (v, ct.last_error())
+                else:
+                    ct.assert_error(o, msg)
 
 
 def test_errors(owned):
