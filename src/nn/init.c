@@ -2,6 +2,7 @@
  * global generator exactly as PyTorch does, so the same seed gives the same
  * weights. */
 #include "nn/nn.h"
+#include <ctype.h>
 
 double ct_init_calculate_gain(const char *nl, double param) {
     if (!nl) nl = "linear";
@@ -59,20 +60,24 @@ int ct_init_xavier_normal_(ct_tensor *t, double gain) {
     return run(t, I_NORMAL, 0, gain * sqrt(2.0 / (fi + fo)));
 }
 
+/* torch's order: a zero-element tensor is a no-op (a warning there), then the
+ * mode (case-insensitive), the fans, the gain. 1: nothing to do. */
 static int kaiming_std(ct_tensor *t, double a, const char *mode, const char *nl, double *std) {
+    if (!c10_unwrap(t)) return -1;
+    if (ct_numel(t) == 0) return 1;
+    char m[16] = "fan_in";
+    if (mode) {
+        size_t k = 0;
+        for (; mode[k] && k + 1 < sizeof m; k++) m[k] = (char)tolower((unsigned char)mode[k]);
+        m[k] = 0;
+        if (mode[k] || (strcmp(m, "fan_in") && strcmp(m, "fan_out")))
+            return c10_error_int("Mode %s not supported, please use one of ['fan_in', 'fan_out']", mode[k] ? mode : m);
+    }
     double fi = 0, fo = 0;
     if (fans(t, &fi, &fo) < 0) return -1;
-    if (!mode) mode = "fan_in";
-    if (strcmp(mode, "fan_in") && strcmp(mode, "fan_out"))
-        return c10_error_int("Mode %s not supported, please use one of fan_in, fan_out", mode);
-    double fan = !strcmp(mode, "fan_in") ? fi : fo;
-    if (fan == 0) { /* torch: "Initializing zero-element tensors is a no-op", a warning */
-        *std = 0;
-        return 1;
-    }
     double gain = ct_init_calculate_gain(nl ? nl : "leaky_relu", a);
     if (isnan(gain)) return -1;
-    *std = gain / sqrt(fan);
+    *std = gain / sqrt(!strcmp(m, "fan_in") ? fi : fo);
     return 0;
 }
 

@@ -4,6 +4,7 @@ gradients of every layer and loss (input and parameter gradients), the module
 repr, parameter names, state dicts and load_state_dict's errors, train/eval,
 BatchNorm's running statistics, clone."""
 import ctypes
+import warnings
 from ctypes import POINTER, c_bool, c_char_p, c_double, c_int, c_int64, c_void_p
 
 import pytest
@@ -166,6 +167,51 @@ def test_init_helpers_match_torch():
     h = ct.check(lib.ct_zeros(ct.i64([3]), 1, ct.CT_FLOAT32))
     ct.assert_error(lib.ct_init_xavier_uniform_(h, 1.0),
                     ct.torch_error(lambda: torch.nn.init.xavier_uniform_(torch.zeros(3))))
+
+
+@pytest.mark.parametrize("fn", ["kaiming_uniform_", "kaiming_normal_"])
+def test_kaiming_checks_in_torchs_order(fn):
+    """torch's kaiming_*: a zero-element tensor is left alone (a warning there, before
+    any check), the mode is case-insensitive and checked before the fans, the fans
+    before the nonlinearity"""
+    cfn, tfn = getattr(lib, "ct_init_" + fn), getattr(torch.nn.init, fn)
+    for shape in [(0,), (4, 0), (2, 0, 3, 3)]:
+        h = ct.check(lib.ct_full(ct.i64(list(shape)), len(shape), 1.0, ct.CT_FLOAT32))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tfn(torch.ones(shape), 0, "bogus", "bogus")
+        assert cfn(h, 0.0, b"bogus", b"bogus") == 0, ct.last_error()
+    for shape, mode, nl in [((6, 4), "FAN_OUT", "relu"), ((6, 4), "Fan_In", "leaky_relu"), ((3,), "fan_avg", "relu"),
+                            ((3,), "fan_in", "bogus"), ((6, 4), "fan_avg", "bogus"), ((6, 4), "fan_in", "bogus")]:
+        h = ct.check(lib.ct_zeros(ct.i64(list(shape)), len(shape), ct.CT_FLOAT32))
+        t = torch.zeros(shape)
+        lib.ct_manual_seed(5)
+        torch.manual_seed(5)
+        try:
+            tfn(t, 0, mode, nl)
+        except ValueError as e:
+            ct.assert_error(cfn(h, 0.0, mode.encode(), nl.encode()), str(e))
+            continue
+        assert cfn(h, 0.0, mode.encode(), nl.encode()) == 0, ct.last_error()
+        ct.assert_close(h, t, rtol=1e-6, atol=1e-7)
+
+
+def test_batch_norm_module_counts_before_checking_the_batch(mods):
+    """BatchNorm adds to num_batches_tracked before F.batch_norm checks the batch
+    (one value per channel fails after the count moved); an empty batch passes"""
+    for shape in [(1, 3), (0, 3), (1, 3, 1), (4, 3)]:
+        m = keep(mods, lib.ct_nn_batch_norm1d(3, 1e-5, 0.1, True, True))
+        tm = torch.nn.BatchNorm1d(3)
+        x = torch.randn(shape)
+        try:
+            want = tm(x)
+        except ValueError as e:
+            ct.assert_error(lib.ct_module_forward(m, ct.from_torch(x)), str(e))
+            want = None
+        if want is not None:
+            ct.assert_close(ct.check(lib.ct_module_forward(m, ct.from_torch(x))), want.detach(), rtol=1e-5, atol=1e-6)
+        for name, h in named_params(m, True):
+            ct.assert_close(h, dict(tm.named_buffers())[name], rtol=1e-5, atol=1e-6, what=f"{shape} {name}: ")
 
 
 # ---------------------------------------------------------------- layers
