@@ -494,7 +494,7 @@ CT_API int ct_topk(const ct_tensor *t, int64_t k, int dim, bool largest, bool so
 CT_API ct_tensor *ct_one_hot(const ct_tensor *t, int64_t num_classes);
 /* F.embedding(indices, weight) with at::embedding's padding_idx: negative (-1) none, else a row whose gradient is zero. */
 CT_API ct_tensor *ct_embedding(const ct_tensor *weight, const ct_tensor *indices, int64_t padding_idx);
-/* torch.where(cond, a, b): cond must be bool; a and b broadcast and promote. */
+/* torch.where(cond, a, b): cond bool (or uint8, as torch 1.13 still takes); a and b broadcast and promote. */
 CT_API ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *b);
 /* torch.clamp(t, min, max): NAN means no bound. */
 CT_API ct_tensor *ct_clamp(const ct_tensor *t, double min, double max);

@@ -2248,10 +2248,10 @@ static int ew(const char *name, int nin, TensorImpl *const *in, ct_dtype result,
     return 1;
 }
 
-/* t[0] cond (bool), t[1] a, t[2] b */
+/* t[0] cond (bool; uint8 too, which torch 1.13 takes with a deprecation warning), t[1] a, t[2] b */
 int fwd_where(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    if (a->t[0]->dtype != CT_BOOL)
+    if (a->t[0]->dtype != CT_BOOL && a->t[0]->dtype != CT_UINT8)
         return c10_error_int("where: where expected condition to be a boolean tensor, but got a tensor with dtype %s",
                              c10_dtype_cname(a->t[0]->dtype));
     PromoteState st = {0};
