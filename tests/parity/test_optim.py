@@ -91,6 +91,18 @@ def make_ct(kind, hs, args):
     return fn(arr(hs), len(hs), *args)
 
 
+def twins(owned, kind, kw, args, init):
+    """torch's optimizer over copies of init and ctorch's over leaves of it:
+    (torch params, torch optimizer, ctorch handles, ctorch optimizer)"""
+    tparams = [p.clone().requires_grad_(True) for p in init]
+    topt = TORCH_CLS[kind](tparams, **kw)
+    hs = leaves(init)
+    o = make_ct(kind, hs, args)
+    assert o, ct.last_error()
+    owned.append((lib.ct_optimizer_free, o))
+    return tparams, topt, hs, o
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "strided"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("kind,kw,args", CONFIGS)
@@ -103,12 +115,7 @@ def test_step_for_step(owned, kind, kw, args, dtype, layout):
     if layout == "strided":
         init = [torch.randn(3, 4, generator=g, dtype=dtype).t(), torch.randn(10, generator=g, dtype=dtype)[1::2],
                 torch.randn(2, 2, 2, generator=g, dtype=dtype).permute(2, 0, 1)]
-    tparams = [p.clone().requires_grad_(True) for p in init]
-    topt = TORCH_CLS[kind](tparams, **kw)
-    hs = leaves(init)
-    o = make_ct(kind, hs, args)
-    assert o, ct.last_error()
-    owned.append((lib.ct_optimizer_free, o))
+    tparams, topt, hs, o = twins(owned, kind, kw, args, init)
     tol = 1e-6 if dtype == torch.float32 else 1e-12
     for step in range(6):
         grads = [torch.randn(p.shape, generator=g, dtype=dtype) for p in init]
@@ -237,12 +244,7 @@ def test_float32_steps_bit_for_bit(owned, kind, kw, args):
     each in float; evaluated in double it differed by an ulp on a tenth of them)"""
     g = torch.Generator().manual_seed(3)
     init = [torch.randn(1000, generator=g)]
-    tparams = [p.clone().requires_grad_(True) for p in init]
-    topt = TORCH_CLS[kind](tparams, **kw)
-    hs = leaves(init)
-    o = make_ct(kind, hs, args)
-    assert o, ct.last_error()
-    owned.append((lib.ct_optimizer_free, o))
+    tparams, topt, hs, o = twins(owned, kind, kw, args, init)
     for step in range(5):
         gr = torch.randn(1000, generator=g)
         tparams[0].grad = gr.clone()
@@ -265,11 +267,7 @@ def test_roundings_follow_torch_fused_kernels(owned, kind, kw, args, dtype):
     square root of g*g - g*g computed with one rounding: NaN where torch has NaN)."""
     g = torch.Generator().manual_seed(1)
     init = [torch.randn(257, generator=g, dtype=dtype)]
-    tparams = [p.clone().requires_grad_(True) for p in init]
-    topt = TORCH_CLS[kind](tparams, **kw)
-    hs = leaves(init)
-    o = make_ct(kind, hs, args)
-    owned.append((lib.ct_optimizer_free, o))
+    tparams, topt, hs, o = twins(owned, kind, kw, args, init)
     for step in range(3):
         gr = torch.randn(257, generator=g, dtype=dtype)
         tparams[0].grad = gr.clone()
