@@ -142,6 +142,7 @@ CT_API ct_tensor *ct_ones_like(const ct_tensor *t);
 CT_API ct_tensor *ct_full_like(const ct_tensor *t, double value);
 CT_API ct_tensor *ct_arange(double start, double end, double step, ct_dtype dtype);
 CT_API ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype);
+/* torch.eye(n, m): ones on the diagonal of an [n, m] matrix; m -1 stands for torch's None (m = n). */
 CT_API ct_tensor *ct_eye(int64_t n, int64_t m, ct_dtype dtype);
 /* Random numbers from the global generator: the same seed gives the same numbers
  * as torch.manual_seed(seed); torch.rand / torch.randn / torch.randint. */

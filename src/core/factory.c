@@ -52,43 +52,66 @@ ct_tensor *ct_scalar_dtype(double value, ct_dtype dtype) { return ct_full(NULL, 
 
 
 /* Values are computed in double and then converted, as PyTorch's range kernels
- * do (its 16-bit floats: in float, then per vector in 16 bits, an ulp apart). */
+ * do (its 16-bit floats: in float, then per vector in 16 bits, an ulp apart);
+ * integer dtypes in int64 (torch's accumulate type), wrapped into the dtype. */
 static ct_tensor *fill_linear(int64_t n, double start, double step, ct_dtype dtype) {
     TensorImpl *t = c10_empty(&n, 1, dtype, CT_CPU);
     if (!t) return NULL;
     char *d = c10_data(t);
-    for (int64_t i = 0; i < n; i++) c10_store_double(d + i * (int64_t)c10_elsize[dtype], dtype, start + step * (double)i);
+    int64_t es = (int64_t)c10_elsize[dtype];
+    if (c10_is_integral(dtype, false)) {
+        uint64_t s0 = (uint64_t)(int64_t)start, st = (uint64_t)(int64_t)step;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = (int64_t)(s0 + st * (uint64_t)i);
+            c10_convert(d + i * es, dtype, &v, CT_INT64, 1);
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) c10_store_double(d + i * es, dtype, start + step * (double)i);
+    }
     return c10_wrap(t);
 }
 
+/* torch's arange_out: start, end and step in the accumulate type (int64 for
+ * integers, a checked conversion that truncates: a step of 2.5 steps by 2, one
+ * of 0.7 is zero), then its checks in its order; the size from the doubles,
+ * for int64 from the integers. */
 ct_tensor *ct_arange(double start, double end, double step, ct_dtype dtype) {
     if (!c10_dtype_valid((int)dtype)) return c10_error("arange: invalid dtype %d", (int)dtype);
     if (dtype == CT_BOOL) return c10_error("\"arange_cpu\" not implemented for 'Bool'");
-    if (!isfinite(start) || !isfinite(end))
-        return c10_error("arange: unsupported range: %g -> %g", start, end);
-    if (!isfinite(step)) return c10_error("arange: step must be nonzero");
-    /* integer dtypes: torch takes start, end and step as int64 first (a step of
-     * 2.5 steps by 2, one of 0.7 is zero); the size from the doubles but for int64 */
+    bool ints = c10_is_integral(dtype, false);
     double xs = start, xe = end, xst = step;
-    if (c10_is_integral(dtype, false)) {
-        if (fabs(start) >= 0x1p63 || fabs(end) >= 0x1p63 || fabs(step) >= 0x1p63)
-            return c10_error("arange: unsupported range: %g -> %g", start, end);
+    if (ints) {
+        if (c10_check_value_fits(start, CT_INT64) < 0 || c10_check_value_fits(end, CT_INT64) < 0 ||
+            c10_check_value_fits(step, CT_INT64) < 0 || start == 0x1p63 || end == 0x1p63 || step == 0x1p63)
+            return c10_error("arange: value cannot be converted to type int64_t without overflow");
         xs = trunc(start), xe = trunc(end), xst = trunc(step);
     }
-    if (xst == 0) return c10_error("arange: step must be nonzero");
+    if (!(xst > 0 || xst < 0)) return c10_error("arange: step must be nonzero");
+    if (!isfinite(xs) || !isfinite(xe)) return c10_error("arange: unsupported range: %g -> %g", xs, xe);
     if ((xst > 0 && xe < xs) || (xst < 0 && xe > xs))
         return c10_error("arange: upper bound and larger bound inconsistent with step sign");
-    double n = dtype == CT_INT64 ? ceil((xe - xs) / xst) : ceil((end - start) / step);
-    if (n > 9e18) return c10_error("arange: invalid size, possible overflow?");
-    return fill_linear(n > 0 ? (int64_t)n : 0, xs, xst, dtype);
+    double n;
+    if (dtype == CT_INT64) { /* exact: |end - start| fits uint64 once the sign agrees with the step's */
+        int64_t a = (int64_t)xs, b = (int64_t)xe, k = (int64_t)xst;
+        uint64_t span = k > 0 ? (uint64_t)b - (uint64_t)a : (uint64_t)a - (uint64_t)b;
+        uint64_t mag = k > 0 ? (uint64_t)k : 0 - (uint64_t)k;
+        n = (double)(span / mag + (span % mag != 0));
+    } else {
+        n = ceil((end - start) / step);
+    }
+    if (!(n >= 0 && n <= 9.2233720368547758e18)) return c10_error("arange: invalid size, possible overflow?");
+    return fill_linear((int64_t)n, xs, xst, dtype);
 }
 
 ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) {
     if (steps < 0) return c10_error("linspace: number of steps must be non-negative");
     if (!c10_dtype_valid((int)dtype)) return c10_error("linspace: invalid dtype %d", (int)dtype);
+    if (dtype == CT_BOOL) return c10_error("linspace: \"linspace_cpu\" not implemented for 'Bool'");
+    /* torch converts the ends to the dtype first, checked */
+    if (c10_check_value_fits(start, dtype) < 0 || c10_check_value_fits(end, dtype) < 0) return NULL;
     TensorImpl *t = c10_empty(&steps, 1, dtype, CT_CPU);
     if (!t) return NULL;
-    if (c10_is_integral(dtype, true)) { /* torch converts the ends to the dtype first */
+    if (c10_is_integral(dtype, true)) {
         char tmp[8];
         c10_store_double(tmp, dtype, start);
         start = c10_load_double(tmp, dtype);
@@ -108,7 +131,9 @@ ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) 
 }
 
 ct_tensor *ct_eye(int64_t n, int64_t m, ct_dtype dtype) {
-    if (m < 0) m = n;
+    if (n < 0) return c10_error("eye: n must be greater or equal to 0, got %lld", (long long)n);
+    if (m == -1) m = n; /* torch.eye(n): m=None */
+    if (m < 0) return c10_error("eye: m must be greater or equal to 0, got %lld", (long long)m);
     int64_t shape[2] = {n, m};
     TensorImpl *t = c10_full(shape, 2, 0, dtype, CT_CPU);
     if (!t) return NULL;

@@ -830,3 +830,150 @@ def test_cat_of_legacy_empty_tensors_only():
     out = ct.check(lib.ct_cat((ct.T * 2)(hx, hx), 2, 3))
     g = ct.grads_of(out, [hx], torch.zeros(0, dtype=torch.float64))[0]
     assert ct.shape(g) == (0,)
+
+
+for _row in [("ct_linspace", T, [c_double, c_double, c_int64, c_int]), ("ct_eye", T, [c_int64, c_int64, c_int]),
+             ("ct_clone", T, [CT]), ("ct_zeros_like", T, [CT]), ("ct_to_dtype", T, [CT, c_int]),
+             ("ct_add_alpha", T, [CT, CT, c_double]), ("ct_sub_alpha", T, [CT, CT, c_double]),
+             ("ct_add_alpha_", c_int, [T, CT, c_double]), ("ct_addcmul", T, [CT, CT, CT, c_double])]:
+    ct.declare(*_row)
+ct.declare_elementwise([], ["add", "sub", "mul", "remainder", "fmod", "pow", "bitwise_and", "bitwise_xor", "atan2"])
+
+
+def test_arange_in_torchs_accumulate_type_and_order():
+    """integer aranges count in int64 and wrap into the dtype (3e9 .. as uint8 is 0, 1, 2);
+    int64's size from the integers (2^62 + k 2^10: the arguments are doubles); torch's checks in order: the conversion
+    to int64, a zero or NaN step, a non-finite range, the step's sign (an infinite
+    float step is one element or none)"""
+    inf, nan = float("inf"), float("nan")
+    for a, b, st, dt in [(3e9, 3e9 + 3, 1, torch.uint8), (1e15, 1e15 - 40, -4.06, torch.uint8),
+                         (2 ** 62, 2 ** 62 + 5 * 1024, 1024, torch.int64), (-2 ** 62, 2 ** 61, 2 ** 60, torch.int64),
+                         (2 ** 31 - 2, 2 ** 31 + 3, 1, torch.int32), (-130, -125, 1, torch.int8), (0, 10, inf, F64),
+                         (0, 10, inf, torch.int64), (8, 1.5, inf, torch.float32), (0, 10, nan, torch.float32),
+                         (nan, 1, 1, torch.int32), (0, 1, 0.5, torch.int32), (inf, 1, 0, torch.float32),
+                         (0, inf, 1, torch.float32), (1e19, 1e19 + 5, 1, torch.int64), (0, -5, 1, torch.int16),
+                         (-9.5, -2.2, 1.7, torch.int16), (0.5, 0.25, -0.1, torch.float16)]:
+        ct.assert_same_outcome(lambda: lib.ct_arange(a, b, st, ct.ct_dtype_of_torch(dt)),
+                               lambda: torch.arange(a, b, st, dtype=dt), f"arange({a}, {b}, {st}, {dt}): ",
+                               compare=lambda got, want: ct.assert_close(got, want, rtol=0, atol=0))
+
+
+def test_linspace_checks_its_ends_fit_the_dtype():
+    inf, nan = float("inf"), float("nan")
+    for a, b, n, dt in [(-4, inf, 5, torch.int32), (-10, 1e15, 3, torch.float16), (0, 1e300, 3, torch.float32),
+                        (0, inf, 3, torch.float32), (0, 300, 3, torch.uint8), (0, -1, 3, torch.uint8),
+                        (0, nan, 3, torch.int64), (1e39, 0, 2, torch.bfloat16), (-1, 2, 4, torch.bool)]:
+        ct.assert_same_outcome(lambda: lib.ct_linspace(a, b, n, ct.ct_dtype_of_torch(dt)),
+                               lambda: torch.linspace(a, b, n, dtype=dt), f"linspace({a}, {b}, {n}, {dt}): ",
+                               compare=lambda got, want: ct.assert_close(got, want, rtol=0, atol=0))
+
+
+def test_eye_sizes():
+    """m -1 stands for torch's None; other negative sizes fail in torch's words"""
+    for n, m in [(3, 4), (4, 3), (0, 0), (0, 3), (3, -1), (1, -2), (-1, 4), (-1, -1), (-3, -2)]:
+        ct.assert_same_outcome(lambda: lib.ct_eye(n, m, ct.CT_FLOAT32),
+                               lambda: torch.eye(n) if m == -1 else torch.eye(n, m), f"eye({n}, {m}): ",
+                               compare=lambda got, want: ct.assert_close(got, want, rtol=0, atol=0))
+
+
+@pytest.mark.parametrize("size,stride", [((1, 4), (1, 1)), ((3, 1, 1), (1, 3, 1)), ((1,), (5,)), ((2, 1, 3), (3, 100, 1)),
+                                         ((2, 3), (1, 2)), ((1, 1), (7, 9)), ((2, 2), (1, 4))])
+def test_preserve_format_keeps_a_dense_layout_exactly(size, stride):
+    """torch's empty_like(preserve_format) takes a dense non-overlapping input's strides
+    as they are, a size-1 dim's too (clone, *_like, to()); others dense in their order"""
+    t = torch.arange(50.0).as_strided(size, stride)
+    x = h(t)
+    for name, cfn, tfn in [("clone", lib.ct_clone, torch.clone), ("zeros_like", lib.ct_zeros_like, torch.zeros_like),
+                           ("to", lambda v: lib.ct_to_dtype(v, ct.CT_FLOAT64), lambda v: v.double()),
+                           ("exp-like add", lambda v: lib.ct_add(v, v), lambda v: v + v)]:
+        got, want = ct.check(cfn(x)), tfn(t)
+        assert tuple(ct.strides(got)) == want.stride(), (name, tuple(ct.strides(got)), want.stride())
+        ct.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_integer_alpha_and_addcmul_wrap():
+    """integer arithmetic wraps as torch's (two's complement): a negative alpha for
+    uint8, addcmul of int32 / int64 past their range"""
+    u = torch.tensor([64, 58, 0, 255], dtype=torch.uint8)
+    v = torch.tensor([22, 29, 1, 255], dtype=torch.uint8)
+    for alpha in (-1.0, -3.0, 2.0):
+        ct.assert_close(lib.ct_add_alpha(h(u), h(v), alpha), torch.add(u, v, alpha=int(alpha)), rtol=0, atol=0)
+        ct.assert_close(lib.ct_sub_alpha(h(u), h(v), alpha), torch.sub(u, v, alpha=int(alpha)), rtol=0, atol=0)
+    for dt, big in [(torch.int32, 2 ** 31 - 1), (torch.int64, 2 ** 63 - 1)]:
+        a = torch.tensor([big, -big - 1, 5, big], dtype=dt)
+        b = torch.tensor([-3, 7, big, 2], dtype=dt)
+        c = torch.tensor([-96, 3, 3, big], dtype=dt)
+        for value in (1.0, -1.0, 3.0):
+            ct.assert_close(lib.ct_addcmul(h(a), h(b), h(c), value), torch.addcmul(a, b, c, value=int(value)),
+                            rtol=0, atol=0)
+
+
+BINARY_CHECKED = ["add", "sub", "mul", "remainder", "fmod", "pow", "bitwise_and", "bitwise_xor", "atan2"]
+
+
+def _inplace(fn, x, *args):
+    """an in-place call's outcome as a handle: x itself, or None when it failed"""
+    return x if fn(x, *args) == 0 else None
+
+
+@pytest.mark.parametrize("op", BINARY_CHECKED)
+def test_binary_ops_check_shapes_before_dtypes(op):
+    """TensorIterator's order, out of place and in place: the written-to tensor's
+    overlap, the broadcast (and the output's shape), the cast to the output, then
+    the kernel's dtype errors (bitwise ops of floats, integral alpha, bool)"""
+    dts = [torch.bool, torch.uint8, torch.int32, torch.float32, torch.float64]
+    close = lambda got, want: ct.assert_close(got, want, rtol=1e-6, atol=1e-6)  # noqa: E731
+    for da in dts:
+        for db in dts:
+            for sa, sb in [((2,), (3,)), ((1,), (3,)), ((3,), (3,)), ((3,), (1,))]:
+                a = torch.full(sa, 2, dtype=da)
+                b = torch.ones(sb, dtype=db)
+                what = f"{op} {da} {sa} {db} {sb}: "
+                ct.assert_same_outcome(lambda: getattr(lib, "ct_" + op)(h(a), h(b)),
+                                       lambda: getattr(torch, op)(a, b), what, compare=close)
+                ct.assert_same_outcome(lambda: _inplace(getattr(lib, "ct_" + op + "_"), h(a), h(b)),
+                                       lambda: getattr(a.clone(), op + "_")(b), "in place " + what, compare=close)
+                if op in ("add", "sub"):
+                    cfn = lib.ct_add_alpha if op == "add" else lib.ct_sub_alpha
+                    ct.assert_same_outcome(lambda: cfn(h(a), h(b), 1.5), lambda: getattr(torch, op)(a, b, alpha=1.5),
+                                           "alpha 1.5 " + what, compare=close)
+                if op == "add":
+                    ct.assert_same_outcome(lambda: _inplace(lib.ct_add_alpha_, h(a), h(b), 1.5),
+                                           lambda: a.clone().add_(b, alpha=1.5), "in place alpha 1.5 " + what,
+                                           compare=close)
+
+
+def test_unflatten_words_its_inference_errors_as_torch():
+    """torch's handle_unflatten_exception: sizes that cannot fill the dim, with or
+    without a -1, name the dim and its size; two -1s are an 'unexpected error'"""
+    for shape, d, sizes in [((1, 0, 2), 0, (2, -1)), ((6,), 0, (4, -1)), ((6,), 0, (2, 2)), ((6,), 0, (-1, -1)),
+                            ((0,), 0, (-1, 0)), ((6,), 0, (2, -2)), ((2, 6), -1, (-1, 4)), ((2, 6), 1, (3, -1)),
+                            ((4, 5), 1, (5, -1, 1))]:
+        x = torch.zeros(shape)
+        ct.assert_same_outcome(lambda: lib.ct_unflatten(h(x), d, i64(list(sizes)), len(sizes)),
+                               lambda: x.unflatten(d, sizes), f"unflatten({shape}, {d}, {sizes}): ",
+                               compare=lambda got, want: ct.assert_same_layout(got, want))
+
+
+def test_movedim_checks_every_source_dim_first():
+    """torch wraps every source dim, then every destination dim, then looks for
+    repeats in the source, then in the destination"""
+    ct.declare("ct_movedim", T, [CT, INTP, INTP, c_int])
+    x = torch.zeros(2, 3, 4)
+    for src, dst in [([0, -5], [-6, 1]), ([0, 1], [1, 7]), ([0, 1, 1], [0, 0, 2]), ([0, 1, 2], [1, 1, 0]),
+                     ([2, 0], [0, 2]), ([-1], [0])]:
+        ct.assert_same_outcome(lambda: lib.ct_movedim(h(x), i32(src), i32(dst), len(src)),
+                               lambda: x.movedim(src, dst), f"movedim({src}, {dst}): ",
+                               compare=lambda got, want: ct.assert_same_layout(got, want))
+
+
+def test_inplace_pow_of_a_number_words_the_dtype_as_torch():
+    """x.pow_(number) is pow.Tensor_Scalar's unary op over x.to(common) written into x:
+    a common dtype other than x's fails as 'Found dtype ... but expected ...', after
+    the negative-integer check and before the number's overflow"""
+    for dt, e in [(torch.int8, 2.5), (torch.bool, 2.0), (torch.int32, 2.0), (torch.uint8, -1.0), (torch.int16, 1e10),
+                  (torch.float32, 1e300), (torch.int8, 1000.0), (torch.float16, 2.5), (torch.int64, 0.5)]:
+        x = torch.full((3,), 2, dtype=dt)
+        te = int(e) if e == int(e) and abs(e) < 2 ** 63 else e  # an integral double stands for a Python int
+        ct.assert_same_outcome(lambda: _inplace(lib.ct_pow_scalar_, h(x), e), lambda: x.clone().pow_(te),
+                               f"{dt}.pow_({e}): ", compare=lambda got, want: ct.assert_close(got, want))
