@@ -33,6 +33,32 @@ TEST(unary_float_values) {
     CHECK_NEAR(at(r, 3), 1.414213562, 1e-6);
 }
 
+/* Integer arithmetic wraps modulo 2^bits (two's complement), as torch's, and
+ * without undefined behaviour (the sanitizer build checks): a negative alpha for
+ * uint8, addcmul past int32's and int64's range. */
+TEST(integer_wrapping_without_ub) {
+    const uint8_t a8[] = {64, 0, 255}, b8[] = {22, 1, 255};
+    ct_tensor *a = ct_from_data(a8, (const int64_t[]){3}, 1, CT_UINT8), *b = ct_from_data(b8, (const int64_t[]){3}, 1, CT_UINT8);
+    ct_tensor *d = ct_add_alpha(a, b, -1);
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(at(d, i), (uint8_t)(a8[i] - b8[i]));
+    ct_tensor *e = ct_sub_alpha(a, b, -3);
+    for (int i = 0; i < 3; i++) CHECK_EQ_INT(at(e, i), (uint8_t)(a8[i] + 3u * b8[i]));
+    const int32_t x32[] = {INT32_MAX, INT32_MIN, 5}, y32[] = {-3, 7, INT32_MAX}, z32[] = {-96, 3, 3};
+    ct_tensor *x = ct_from_data(x32, (const int64_t[]){3}, 1, CT_INT32), *y = ct_from_data(y32, (const int64_t[]){3}, 1, CT_INT32),
+              *z = ct_from_data(z32, (const int64_t[]){3}, 1, CT_INT32);
+    ct_tensor *m = ct_addcmul(x, y, z, -1);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ_INT(at(m, i), (int32_t)(uint32_t)((uint32_t)x32[i] - (uint32_t)y32[i] * (uint32_t)z32[i]));
+    const int64_t x64[] = {INT64_MAX, 2}, y64[] = {2, INT64_MAX}, z64[] = {INT64_MAX, 2};
+    ct_tensor *p = ct_from_data(x64, (const int64_t[]){2}, 1, CT_INT64), *q = ct_from_data(y64, (const int64_t[]){2}, 1, CT_INT64),
+              *r = ct_from_data(z64, (const int64_t[]){2}, 1, CT_INT64);
+    ct_tensor *w = ct_addcmul(p, q, r, 1);
+    int64_t got[2];
+    CHECK(w && ct_copy_to_buffer(w, got, CT_INT64) == 0);
+    for (int i = 0; i < 2; i++)
+        CHECK(got[i] == (int64_t)((uint64_t)x64[i] + (uint64_t)y64[i] * (uint64_t)z64[i]));
+}
+
 TEST(unary_integer_promotes_to_float) {
     const int64_t v[] = {0, 1, 4};
     ct_tensor *x = vec_i64(v, 3);
@@ -294,6 +320,7 @@ int main(void) {
     RUN(integer_division);
     RUN(integer_pow);
     RUN(bitwise_logical_minmax);
+    RUN(integer_wrapping_without_ub);
     RUN(large_threaded);
     RUN(tiled_layouts);
     RUN(meta_device);

@@ -241,16 +241,23 @@ ct_tensor *ct_movedim(const ct_tensor *h, const int *source, const int *destinat
                          "number of dims as destination (%d dims)", n, n);
     int perm[CT_MAX_DIMS], src[CT_MAX_DIMS], dst[CT_MAX_DIMS];
     bool used_src[CT_MAX_DIMS] = {false}, used_dst[CT_MAX_DIMS] = {false};
-    for (int i = 0; i < n; i++) {
-        if ((src[i] = c10_wrap_dim(source[i], nd)) < 0 || (dst[i] = c10_wrap_dim(destination[i], nd)) < 0) return NULL;
-        if (used_src[src[i]] || used_dst[dst[i]]) {
-            int64_t list[CT_MAX_DIMS];
-            const int *which = used_src[src[i]] ? source : destination;
-            for (int j = 0; j < n; j++) list[j] = which[j];
-            return c10_error("movedim: repeated dim in `%s` (%s)", used_src[src[i]] ? "source" : "destination",
-                             c10_shape_str(list, n));
+    /* torch's order: every source dim wrapped, every destination dim, then repeats in each */
+    for (int i = 0; i < n; i++)
+        if ((src[i] = c10_wrap_dim(source[i], nd)) < 0) return NULL;
+    for (int i = 0; i < n; i++)
+        if ((dst[i] = c10_wrap_dim(destination[i], nd)) < 0) return NULL;
+    for (int side = 0; side < 2; side++) {
+        const int *w = side ? dst : src, *given = side ? destination : source;
+        bool *used = side ? used_dst : used_src;
+        for (int i = 0; i < n; i++) {
+            if (used[w[i]]) {
+                int64_t list[CT_MAX_DIMS];
+                for (int j = 0; j < n; j++) list[j] = given[j];
+                return c10_error("movedim: repeated dim in `%s` (%s)", side ? "destination" : "source",
+                                 c10_shape_str(list, n));
+            }
+            used[w[i]] = true;
         }
-        used_src[src[i]] = used_dst[dst[i]] = true;
     }
     if (nd == 0) return ct_permute(h, perm, 0);
     for (int i = 0; i < nd; i++) perm[i] = -1;
@@ -312,16 +319,15 @@ COLD_CODE ct_tensor *ct_unflatten(const ct_tensor *h, int dim, const int64_t *si
     if (n > CT_MAX_DIMS || t->ndim - 1 + n > CT_MAX_DIMS) return c10_error("unflatten: too many dimensions");
     int64_t shape[CT_MAX_DIMS], part[CT_MAX_DIMS];
     memcpy(part, sizes, sizeof(int64_t) * (size_t)n);
-    int64_t prod = 1;
-    bool infer = false;
-    for (int i = 0; i < n; i++) {
-        if (sizes[i] == -1) infer = true;
-        else prod *= sizes[i];
+    if (c10_infer_shape("unflatten", part, n, t->sizes[d]) < 0) { /* torch's handle_unflatten_exception */
+        const char *m = ct_last_error();
+        if (strstr(m, "is invalid for input of size"))
+            return c10_error("unflatten: Provided sizes %s don't multiply up to the size of dim %d (%lld) in the "
+                             "input tensor", c10_shape_str(sizes, n), d, (long long)t->sizes[d]);
+        if (strstr(m, "only one dimension can be inferred"))
+            return c10_error("unflatten got an unexpected error:\nonly one dimension can be inferred");
+        return NULL;
     }
-    if (!infer && prod != t->sizes[d])
-        return c10_error("unflatten: Provided sizes %s don't multiply up to the size of dim %d (%lld) in the input tensor",
-                         c10_shape_str(sizes, n), d, (long long)t->sizes[d]);
-    if (c10_infer_shape("unflatten", part, n, t->sizes[d]) < 0) return NULL;
     int k = 0;
     for (int i = 0; i < d; i++) shape[k++] = t->sizes[i];
     for (int i = 0; i < n; i++) shape[k++] = part[i];

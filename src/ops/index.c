@@ -2222,7 +2222,10 @@ static const KernelTable k_lerps = KT_FLOAT(k_lerps);
         T *restrict o = (T *)p[0];                                               \
         const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict c = (const T *)p[3]; \
         T v = C10_SCALAR_AS(T, s[0]);                                            \
-        for (int64_t i = 0; i < n; i++) o[i] = (T)(a[i] + v * b[i] * c[i]);      \
+        if ((T)0.5 != 0)                                                         \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)(a[i] + v * b[i] * c[i]);  \
+        else /* integers wrap as torch's, without signed-overflow UB */          \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)(a[i] + 1ull * v * b[i] * c[i]); \
     }
 EW_DTYPES(ADDC_K)
 static const KernelTable k_addcmul = KT_ALL(k_addcmul);

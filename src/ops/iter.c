@@ -271,10 +271,11 @@ TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int n
     return c10_empty(sizes, ndim, dtype, device);
 }
 
-/* torch.empty_like(t, memory_format=preserve_format): t's strides when dense,
- * else dense in t's dim order (alloc_output with t as the only input) */
+/* torch.empty_like(t, memory_format=preserve_format): t's strides exactly when
+ * dense and non-overlapping (its size-1 dims' strides too), else dense in t's dim
+ * order (alloc_output with t as the only input) */
 TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype) {
-    if (t->numel == 0) return empty_with_strides(t->sizes, t->strides, t->ndim, dtype, t->device); /* as torch's */
+    if (t->numel == 0 || dense_non_overlapping(t)) return empty_with_strides(t->sizes, t->strides, t->ndim, dtype, t->device);
     TensorImpl *in[1] = {(TensorImpl *)t};
     return alloc_output(in, 1, t->sizes, t->ndim, dtype, t->dtype, t->device);
 }
@@ -941,6 +942,24 @@ int ew_check_written(const char *op, const TensorImpl *o, TensorImpl *const *in,
     return 0;
 }
 
+int ew_broadcast(const char *op, TensorImpl *const *in, int nin, const TensorImpl *out, int64_t *shape) {
+    int ndim = out ? out->ndim : 0; /* in-place and out=: the inputs broadcast to the output's shape */
+    if (out) memcpy(shape, out->sizes, sizeof(int64_t) * (size_t)ndim);
+    for (int k = 0; k < nin; k++) {
+        int n = c10_broadcast_shape(shape, ndim, in[k]->sizes, in[k]->ndim, shape);
+        if (n < 0) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", ct_last_error());
+            return c10_error_int("%s: %s", op, msg);
+        }
+        ndim = n;
+    }
+    if (out && (out->ndim != ndim || memcmp(out->sizes, shape, sizeof(int64_t) * (size_t)ndim)))
+        return c10_error_int("%s: output with shape %s doesn't match the broadcast shape %s", op,
+                             c10_shape_str(out->sizes, out->ndim), c10_shape_str(shape, ndim));
+    return ndim;
+}
+
 int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out, ew_kernel kernel,
            const double *s) {
     if (!*out && all_cpu_scalars(spec, in)) {
@@ -951,33 +970,16 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
         return 0;
     }
     int64_t shape[CT_MAX_DIMS];
-    int ndim = 0;
-    if (*out) { /* in-place and out=: the inputs broadcast to the output's shape */
-        if (ew_check_written(spec->op, *out, in, spec->ninputs) < 0) return -1;
-        ndim = (*out)->ndim;
-        memcpy(shape, (*out)->sizes, sizeof(int64_t) * (size_t)ndim);
-    }
-    for (int k = 0; k < spec->ninputs; k++) {
-        if (k && !at_same_device(spec->op, in[0], in[k])) return -1;
-        int n = c10_broadcast_shape(shape, ndim, in[k]->sizes, in[k]->ndim, shape);
-        if (n < 0) {
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", ct_last_error());
-            return c10_error_int("%s: %s", spec->op, msg);
-        }
-        ndim = n;
-    }
+    if (*out && ew_check_written(spec->op, *out, in, spec->ninputs) < 0) return -1;
+    int ndim = ew_broadcast(spec->op, in, spec->ninputs, *out, shape);
+    if (ndim < 0) return -1;
+    for (int k = 1; k < spec->ninputs; k++)
+        if (!at_same_device(spec->op, in[0], in[k])) return -1;
     ct_device device = CT_CPU; /* meta wins: CPU scalars may join meta tensors */
     for (int k = 0; k < spec->ninputs; k++)
         if (in[k]->device == CT_META) device = CT_META;
     TensorImpl *o = *out;
-    if (o) {
-        bool same = o->ndim == ndim;
-        for (int i = 0; same && i < ndim; i++) same = o->sizes[i] == shape[i];
-        if (!same)
-            return c10_error_int("%s: output with shape %s doesn't match the broadcast shape %s", spec->op,
-                                 c10_shape_str(o->sizes, o->ndim), c10_shape_str(shape, ndim));
-    } else {
+    if (!o) {
         o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype,
                          ndim < 2 ? spec->in_dtype : common_dtype(spec, in), device);
         if (!o) return -1;

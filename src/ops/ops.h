@@ -113,6 +113,10 @@ CT_INTERNAL int ew_run(const ElementwiseSpec *spec, TensorImpl *const *inputs, T
  * (before shapes and dtypes): no element written twice, no input partly over
  * it. 0, or -1 with torch's message. */
 CT_INTERNAL int ew_check_written(const char *op, const TensorImpl *o, TensorImpl *const *in, int nin);
+/* TensorIterator's compute_shape: the inputs' broadcast shape into shape (the
+ * output's, which it must equal, when out is given); its ndim, or -1 with torch's
+ * message. Errors that torch raises after it (dtypes, kernels) call it first. */
+CT_INTERNAL int ew_broadcast(const char *op, TensorImpl *const *in, int nin, const TensorImpl *out, int64_t *shape);
 /* the gradient of gelu (erf form), silu or softplus (s: beta, threshold) at
  * x, times g, in one pass (no history) */
 CT_INTERNAL TensorImpl *at_act_grad(int op, TensorImpl *g, TensorImpl *x, const double *s);

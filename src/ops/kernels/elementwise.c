@@ -537,25 +537,19 @@ static bool can_cast(ct_dtype from, ct_dtype to) {
 
 /* The inputs broadcast to dst's shape (else ew_run reports it, before any dtype
  * error: torch checks shapes first). */
-static bool fits_dst(const TensorImpl *dst, TensorImpl *const *in, int nin) {
-    int64_t shape[CT_MAX_DIMS];
-    int nd = dst->ndim;
-    memcpy(shape, dst->sizes, sizeof(int64_t) * (size_t)nd);
-    for (int k = 0; k < nin && nd >= 0; k++) nd = c10_broadcast_shape(shape, nd, in[k]->sizes, in[k]->ndim, shape);
-    if (nd != dst->ndim) return false;
-    return memcmp(shape, dst->sizes, sizeof(int64_t) * (size_t)nd) == 0;
-}
-
 static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype result, ct_dtype compute,
                ct_dtype out_compute, ew_kernel k) {
     const char *name = op_info[op].name;
     TensorImpl *o = a->dst;
-    bool fits = !o || fits_dst(o, a->t, nin);
-    if (fits && o && !can_cast(result, o->dtype)) /* before the dtype check, as TensorIterator */
+    int64_t shape[CT_MAX_DIMS]; /* TensorIterator's order: shapes, the output's cast, the kernel */
+    if (!k || o) {
+        if (o && ew_check_written(name, o, a->t, nin) < 0) return -1;
+        if (ew_broadcast(name, a->t, nin, o, shape) < 0) return -1;
+    }
+    if (o && !can_cast(result, o->dtype))
         return c10_error_int("%s: result type %s can't be cast to the desired output type %s", name,
                              c10_dtype_cname(result), c10_dtype_cname(o->dtype));
-    if (fits && !k)
-        return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
+    if (!k) return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
     ElementwiseSpec spec = {name, nin, compute, out_compute, result};
     /* integer division in place: into a new tensor first, so that a zero
      * divisor leaves self as it was */
@@ -683,6 +677,15 @@ static const char *int_only_name(int op) {
     }
 }
 
+/* TensorIterator checks the shapes, then the cast into an in-place output, before
+ * the kernels' dtype errors: -1 with the shapes' error, 1 when the cast fails
+ * (run() reports it), 0 when the kernel's error is the first. */
+static int iter_checks_first(const char *name, const OpArgs *a, ct_dtype common) {
+    int64_t shape[CT_MAX_DIMS];
+    if (ew_broadcast(name, a->t, 2, a->dst, shape) < 0) return -1;
+    return a->dst && !can_cast(common, a->dst->dtype);
+}
+
 int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
     if (a->dst && ew_check_written(op_info[op].name, a->dst, a->t, 2) < 0) return -1;
     PromoteState st = {0};
@@ -698,13 +701,23 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
         if (op == OP_sub && (a->t[0]->dtype == CT_BOOL || a->t[1]->dtype == CT_BOOL))
             return c10_error_int("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
                                  "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-        if ((op == OP_add || op == OP_sub) && !c10_is_float(common) && a->s[0] != trunc(a->s[0]))
+        if ((op == OP_add || op == OP_sub) && !c10_is_float(common) && a->s[0] != trunc(a->s[0])) {
+            int r = iter_checks_first(name, a, common);
+            if (r) return r < 0 ? -1 : run(op, a, out, 2, common, common, common, NULL);
             return c10_error_int("For integral input tensors, argument alpha must not be a floating point number.");
-        if (common == CT_BOOL && int_only_name(op))
+        }
+        if (common == CT_BOOL && int_only_name(op)) {
+            int r = iter_checks_first(name, a, common);
+            if (r) return r < 0 ? -1 : run(op, a, out, 2, common, common, common, NULL);
             return c10_error_int("\"%s\" not implemented for 'Bool'", int_only_name(op));
+        }
         if (op == OP_pow && a->t[1]->is_wrapped_number && !c10_is_float(common) &&
             wrapped_value(a->t[1]) < 0)
             return c10_error_int("Integers to negative integer powers are not allowed.");
+        /* pow_(Scalar) builds a unary op over self.to(common) writing self: torch's dtype check words it */
+        if (op == OP_pow && a->dst && a->t[1]->is_wrapped_number && common != a->dst->dtype)
+            return c10_error_int("Found dtype %s but expected %s", c10_dtype_cname(a->dst->dtype),
+                                 c10_dtype_cname(common));
         if (op == OP_pow && a->t[1]->is_wrapped_number && scalar_overflow(common, wrapped_value(a->t[1])))
             return c10_error_int("value cannot be converted to type %s without overflow",
                                  scalar_overflow(common, wrapped_value(a->t[1])));
@@ -719,7 +732,8 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
         break;
     default: /* K_BITS */
         if (c10_is_float(common)) {
-            if (a->dst && !can_cast(common, a->dst->dtype)) break; /* run() reports the cast first, as torch */
+            int r = iter_checks_first(name, a, common);
+            if (r) return r < 0 ? -1 : run(op, a, out, 2, common, common, common, NULL);
             return c10_error_int("\"%s_cpu\" not implemented for '%s'", name, c10_dtype_cname(common));
         }
         break;
