@@ -2298,10 +2298,15 @@ int fwd_clamp(int op, const OpArgs *a, TensorImpl **out) {
     if (hl) promote_add_scalar(&st, a->s[0]);
     if (hh) promote_add_scalar(&st, a->s[1]);
     ct_dtype r = promote_result(&st); /* bool with int bounds: int64, as torch */
-    if ((hl && c10_check_value_fits(a->s[0], r) < 0) || (hh && c10_check_value_fits(a->s[1], r) < 0)) return -1;
-    if (a->dst && ((c10_is_float(r) && !c10_is_float(a->dst->dtype)) || (r != CT_BOOL && a->dst->dtype == CT_BOOL)))
+    /* torch's clamp meta: in place, no promotion at all (self's dtype named as its C++ type),
+     * then the op's build (the overlap), then the kernel's conversion of the bounds */
+    static const char *const cxx[CT_NUM_DTYPES] = {"bool", "unsigned char", "signed char", "short int", "int",
+                                                   "long int", "c10::Half", "c10::BFloat16", "float", "double"};
+    if (a->dst && r != a->dst->dtype)
         return c10_error_int("clamp: result type %s can't be cast to the desired output type %s",
-                             c10_dtype_cname(r), c10_dtype_cname(a->dst->dtype));
+                             c10_dtype_cname(r), cxx[a->dst->dtype]);
+    if (a->dst && ew_check_written("clamp", a->dst, a->t, 1) < 0) return -1;
+    if ((hl && c10_check_value_fits(a->s[0], r) < 0) || (hh && c10_check_value_fits(a->s[1], r) < 0)) return -1;
     TensorImpl *in[1] = {self};
     return ew("clamp", 1, in, r, k_clamp, a->s, a->dst, out);
 }

@@ -977,3 +977,21 @@ def test_inplace_pow_of_a_number_words_the_dtype_as_torch():
         te = int(e) if e == int(e) and abs(e) < 2 ** 63 else e  # an integral double stands for a Python int
         ct.assert_same_outcome(lambda: _inplace(lib.ct_pow_scalar_, h(x), e), lambda: x.clone().pow_(te),
                                f"{dt}.pow_({e}): ", compare=lambda got, want: ct.assert_close(got, want))
+
+
+def test_inplace_clamp_checks_in_torchs_order():
+    """clamp_'s meta: no promotion in place (self's dtype named as its C++ type:
+    'signed char', 'bool'), then the build's overlap check (an expanded self), then
+    the bounds' conversion to the dtype"""
+    for dt in [torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.bfloat16,
+               torch.float32]:  # torch 1.13 has no float16 clamp on the CPU
+        for lo, hi in [(0.5, 2.5), (0, 1), (0, 300), (-200, NAN), (NAN, 1e39), (1, 2)]:
+            for layout in ["contiguous", "expanded"]:
+                base = torch.ones(1 if layout == "expanded" else 3, dtype=dt)
+                x = base.expand(3)
+                kw = {k: v for k, v in (("min", lo), ("max", hi)) if v == v}
+                tkw = {k: int(v) if v == int(v) and abs(v) < 2 ** 63 else v for k, v in kw.items()}
+                ct.assert_same_outcome(lambda: _inplace(lib.ct_clamp_, h(x), lo, hi), lambda: x.clone().clamp_(**tkw)
+                                       if layout == "contiguous" else x.clamp_(**tkw),
+                                       f"{dt} {layout}.clamp_({lo}, {hi}): ",
+                                       compare=lambda got, want: ct.assert_close(got, want))
