@@ -123,9 +123,11 @@ typedef struct ct_memory_stats {
 CT_API ct_memory_stats ct_memory_stats_get(void);
 
 /* ---------------------------------------------------------------- factories */
+/* A copy of the caller's row-major elements (CT_BOOL: any nonzero byte is true). */
 CT_API ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, ct_dtype dtype);
 /* Wraps the caller's buffer without a copy (like torch.from_numpy): the tensor is
- * contiguous; deleter(data, ctx) runs when the last view of it dies (may be NULL). */
+ * contiguous; deleter(data, ctx) runs when the last view of it dies (may be NULL).
+ * CT_BOOL data must hold bytes 0 and 1 only. */
 CT_API ct_tensor *ct_from_blob(void *data, const int64_t *shape, int ndim, ct_dtype dtype,
                                void (*deleter)(void *data, void *ctx), void *ctx);
 CT_API ct_tensor *ct_scalar(double value); /* 0-dim float32, like torch.tensor(2.0) */

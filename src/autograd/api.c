@@ -125,12 +125,14 @@ static int div_mode_op(const char *mode) {
     return -1;
 }
 ct_tensor *ct_div_mode(const ct_tensor *a, const ct_tensor *b, const char *rounding_mode) {
+    if (!c10_unwrap(a) || !c10_unwrap(b)) return NULL;
     int op = div_mode_op(rounding_mode);
     ct_tensor *r = op < 0 ? NULL : binary(op, a, b, 1);
     if (r) ag_name_node(c10_unwrap(r), op, "DivBackward2");
     return r;
 }
 ct_tensor *ct_div_scalar_mode(const ct_tensor *a, double b, const char *rounding_mode) {
+    if (!c10_unwrap(a)) return NULL;
     int op = div_mode_op(rounding_mode);
     ct_tensor *r = op < 0 ? NULL : binary_scalar(op, a, b, 1);
     if (r) ag_name_node(c10_unwrap(r), op, "DivBackward2"); /* the number wrapped, as torch's binding does */
@@ -139,6 +141,7 @@ ct_tensor *ct_div_scalar_mode(const ct_tensor *a, double b, const char *rounding
 ct_tensor *ct_floor_divide(const ct_tensor *a, const ct_tensor *b) { return binary(OP_floor_divide, a, b, 1); }
 
 ct_tensor *ct_gelu(const ct_tensor *a, const char *approximate) {
+    if (!c10_unwrap(a)) return NULL;
     if (approximate && strcmp(approximate, "none") && strcmp(approximate, "tanh"))
         return c10_error("gelu: approximate argument must be either none or tanh.");
     return unary(approximate && !strcmp(approximate, "tanh") ? OP_gelu_tanh : OP_gelu, a, 0, 0, 0);
@@ -176,12 +179,15 @@ static ct_tensor *view_op(int op, const ct_tensor *h, const int64_t *ints, int n
 #define INTS(...) (const int64_t[]){__VA_ARGS__}, (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
 
 ct_tensor *ct_as_strided(const ct_tensor *t, const int64_t *size, const int64_t *stride, int ndim, int64_t offset) {
+    if (!c10_unwrap(t)) return NULL;
     if (ndim < 0 || ndim > CT_MAX_DIMS)
         return c10_error("as_strided: number of dimensions (%d) must be in [0, %d]", ndim, CT_MAX_DIMS);
     if (ndim > 0 && (!size || !stride)) return c10_error("as_strided: invalid argument: size or stride is NULL");
     int64_t args[2 * CT_MAX_DIMS + 2];
-    memcpy(args, size, sizeof(int64_t) * (size_t)ndim);
-    memcpy(args + ndim, stride, sizeof(int64_t) * (size_t)ndim);
+    if (ndim) { /* memcpy from NULL is undefined even for 0 bytes */
+        memcpy(args, size, sizeof(int64_t) * (size_t)ndim);
+        memcpy(args + ndim, stride, sizeof(int64_t) * (size_t)ndim);
+    }
     args[2 * ndim] = ndim;
     args[2 * ndim + 1] = offset;
     return view_op(OP_as_strided, t, args, 2 * ndim + 2);
@@ -194,7 +200,7 @@ static bool check_ndim(const char *op, int ndim) {
 }
 
 ct_tensor *ct_view(const ct_tensor *t, const int64_t *shape, int ndim) {
-    return check_ndim("view", ndim) ? view_op(OP_view, t, shape, ndim) : NULL;
+    return c10_unwrap(t) && check_ndim("view", ndim) ? view_op(OP_view, t, shape, ndim) : NULL;
 }
 
 ct_tensor *ct_reshape(const ct_tensor *h, const int64_t *shape_in, int ndim) {
@@ -224,7 +230,7 @@ ct_tensor *ct_t(const ct_tensor *h) {
     return view_op(OP_t, h, INTS(0, t->ndim < 2 ? 0 : 1));
 }
 ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
-    if (!check_ndim("permute", ndim)) return NULL;
+    if (!c10_unwrap(t) || !check_ndim("permute", ndim)) return NULL; /* a NULL tensor keeps the first error */
     if (ndim > 0 && !dims) return c10_error("permute: invalid argument: dims is NULL");
     int64_t d[CT_MAX_DIMS];
     for (int i = 0; i < ndim; i++) d[i] = dims[i];
@@ -271,7 +277,7 @@ ct_tensor *ct_movedim(const ct_tensor *h, const int *source, const int *destinat
 }
 
 ct_tensor *ct_expand(const ct_tensor *t, const int64_t *shape, int ndim) {
-    return check_ndim("expand", ndim) ? view_op(OP_expand, t, shape, ndim) : NULL;
+    return c10_unwrap(t) && check_ndim("expand", ndim) ? view_op(OP_expand, t, shape, ndim) : NULL;
 }
 ct_tensor *ct_expand_as(const ct_tensor *t, const ct_tensor *other) {
     TensorImpl *o = c10_unwrap(other);
@@ -303,7 +309,8 @@ ct_tensor *ct_flatten(const ct_tensor *h, int start_dim, int end_dim) {
     int n = 0;
     for (int i = 0; i < s; i++) shape[n++] = t->sizes[i];
     int64_t m = 1;
-    for (int i = s; i <= e; i++) m *= t->sizes[i];
+    for (int i = s; i <= e; i++) /* an empty tensor's other dims may multiply past int64 */
+        if (__builtin_mul_overflow(m, t->sizes[i], &m)) return c10_error("flatten: numel: integer multiplication overflow");
     shape[n++] = m;
     for (int i = e + 1; i < t->ndim; i++) shape[n++] = t->sizes[i];
     return ct_reshape(h, shape, n);
@@ -358,12 +365,13 @@ static int split_sizes(const ct_tensor *h, const int64_t *sizes, int n, int dim,
     int d = c10_wrap_dim(dim, t->ndim);
     if (d < 0) return -1;
     int64_t total = 0;
+    bool over = false; /* a sum past int64 cannot be the size either */
     for (int i = 0; i < n; i++) {
         if (sizes[i] < 0) return c10_error_int("split_with_sizes expects split_sizes have only non-negative entries, "
                                                "but got split_sizes=%s", c10_shape_str(sizes, n));
-        total += sizes[i];
+        over |= __builtin_add_overflow(total, sizes[i], &total);
     }
-    if (total != t->sizes[d])
+    if (over || total != t->sizes[d])
         return c10_error_int("split_with_sizes expects split_sizes to sum exactly to %lld (input tensor's size at "
                              "dimension %d), but got split_sizes=%s", (long long)t->sizes[d], raw, c10_shape_str(sizes, n));
     int64_t start = 0;
@@ -394,7 +402,7 @@ int ct_split(const ct_tensor *h, int64_t split_size, int dim, ct_tensor **out, i
     if (split_size == 0 && size != 0)
         return c10_error_int("split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
                              (long long)size);
-    int64_t n = split_size ? (size + split_size - 1) / split_size : 1;
+    int64_t n = split_size ? (size ? (size - 1) / split_size + 1 : 0) : 1;
     if (n == 0) n = 1;
     if (n > cap) return c10_error_int("split: out holds %d tensors but %lld are needed", cap, (long long)n);
     int64_t sizes[4096];
@@ -553,7 +561,9 @@ int ct_set_grad(ct_tensor *h, const ct_tensor *grad) {
     if (!t) return -1;
     TensorImpl *g = NULL;
     if (grad && !(g = c10_unwrap(grad))) return -1;
-    if (g && g->dtype != t->dtype) return c10_error_int("assigned grad has data of a different type");
+    if (g == t) return c10_error_int("can't assign Variable as its own grad"); /* a cycle, as torch refuses */
+    if (g && (g->dtype != t->dtype || g->device != t->device))
+        return c10_error_int("assigned grad has data of a different type");
     if (g && (g->ndim != t->ndim || memcmp(g->sizes, t->sizes, sizeof(int64_t) * (size_t)t->ndim)))
         return c10_error_int("assigned grad has data of a different size");
     AutogradMeta *m = ag_meta(t);

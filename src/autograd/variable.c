@@ -310,8 +310,8 @@ TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr) {
 }
 
 TensorImpl *ag_unpack_input(Node *n, SavedVariable *sv, int input_nr) {
-    CT_ASSERT(!sv->is_output);
-    return check_saved(n, sv, input_nr) < 0 ? NULL : sv->data;
+    /* an input saved as the node's output is an in-place op's self (its output 0) */
+    return check_saved(n, sv, sv->is_output ? 0 : input_nr) < 0 ? NULL : sv->data;
 }
 
 /* --------------------------------------------------------------- recording */
@@ -558,9 +558,17 @@ int ag_call_inplace(int op, OpArgs *a) {
         else {
             /* other inputs aliasing self were saved before this op overwrote
              * them, as PyTorch saves them: backward then reports the change */
-            for (int k = 1; k < a->nt; k++)
-                if (node->saved_in[k].data && node->saved_in[k].data->storage == self->storage)
-                    node->saved_in[k].version = version_before;
+            for (int k = 1; k < a->nt; k++) {
+                SavedVariable *sv = &node->saved_in[k];
+                if (!sv->data || sv->data->storage != self->storage) continue;
+                sv->version = version_before;
+                TensorImpl *al = sv->data == self ? c10_alias(self) : NULL;
+                if (al) { /* y.mul_(y): never usable, only named; a bare alias holds no history, */
+                    c10_release(sv->data); /* so no cycle through self's grad_fn (this node) */
+                    sv->data = al;
+                    sv->is_output = true;
+                }
+            }
             if (self->autograd && self->autograd->is_view) rc = copy_slices(self, node);
             ag_node_release(node);
         }

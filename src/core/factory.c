@@ -32,11 +32,16 @@ ct_tensor *ct_from_data(const void *data, const int64_t *shape, int ndim, ct_dty
         return c10_error("from_data: data is NULL");
     }
     if (t->numel) memcpy(c10_data(t), data, (size_t)t->numel * c10_elsize[dtype]);
+    if (dtype == CT_BOOL) /* C's bool holds 0 or 1: any other byte reads as true, as torch's */
+        for (uint8_t *b = (uint8_t *)c10_data(t), *e = b + t->numel; b < e; b++) *b = *b != 0;
     return c10_wrap(t);
 }
 
 ct_tensor *ct_empty_on(const int64_t *shape, int ndim, ct_dtype dtype, ct_device device) {
-    return c10_wrap(c10_empty(shape, ndim, dtype, device));
+    TensorImpl *t = c10_empty(shape, ndim, dtype, device);
+    if (t && dtype == CT_BOOL && device == CT_CPU && t->numel) /* no byte that is not a bool */
+        memset(c10_data(t), 0, (size_t)t->numel);
+    return c10_wrap(t);
 }
 ct_tensor *ct_empty(const int64_t *shape, int ndim, ct_dtype dtype) {
     return ct_empty_on(shape, ndim, dtype, CT_CPU);
@@ -278,10 +283,12 @@ int ct_uniform_(ct_tensor *h, double from, double to) {
     return random_inplace(h, 0, from, to);
 }
 int ct_normal_(ct_tensor *t, double mean, double std) {
+    if (!c10_unwrap(t)) return -1;
     if (!(std >= 0)) return c10_error_int("normal expects std >= 0.0, but found std %g", std);
     return random_inplace(t, 1, mean, std);
 }
 int ct_bernoulli_(ct_tensor *t, double p) {
+    if (!c10_unwrap(t)) return -1;
     if (!(p >= 0 && p <= 1)) return c10_error_int("bernoulli_ expects p to be in [0, 1], but got p=%g", p);
     return random_inplace(t, 2, p, 0);
 }

@@ -441,12 +441,16 @@ static inline void store_i64(char *p, ct_dtype d, int64_t v) {
 }
 
 /* static_cast<int64_t>(static_cast<scalar_t>(v)) for a floating dtype */
+/* (int64_t) of a float, as x86's conversion gives it (torch's cast is that
+ * instruction): out of range or NaN is INT64_MIN, without C's undefined behaviour */
+static int64_t to_i64(double x) { return x >= 0x1p63 || !(x >= -0x1p63) ? INT64_MIN : (int64_t)x; }
+
 static int64_t through_float(int64_t v, ct_dtype d) {
     switch (d) {
-    case CT_FLOAT16: return (int64_t)h2f(f2h((float)v));
-    case CT_BFLOAT16: return (int64_t)bf2f(f2bf((float)v));
-    case CT_FLOAT32: return (int64_t)(float)v;
-    default: return (int64_t)(double)v;
+    case CT_FLOAT16: return to_i64(h2f(f2h((float)v)));
+    case CT_BFLOAT16: return to_i64(bf2f(f2bf((float)v)));
+    case CT_FLOAT32: return to_i64((float)v);
+    default: return to_i64((double)v);
     }
 }
 
@@ -473,12 +477,14 @@ CT_INTERNAL void c10_randint_fill(TensorImpl *t, int64_t low, int64_t high) {
         int64_t from = low, to = high;
         int64_t from_plus_1 = through_float((int64_t)((uint64_t)from + 1u), d);
         if (from_plus_1 < from) {
-            uint64_t a = from + 1 < 0 ? -(uint64_t)(from + 1) : (uint64_t)(from + 1);
+            int64_t f1 = (int64_t)((uint64_t)from + 1u);
+            uint64_t a = f1 < 0 ? 0 - (uint64_t)f1 : (uint64_t)f1;
             from = from_plus_1 + (int64_t)(INT64_C(1) << (floor_log2(a) - float_digits(d) + 1));
         }
         int64_t to_minus_1 = through_float((int64_t)((uint64_t)to - 1u), d);
         if (to_minus_1 >= to) {
-            uint64_t a = to - 1 < 0 ? -(uint64_t)(to - 1) : (uint64_t)(to - 1);
+            int64_t t1 = (int64_t)((uint64_t)to - 1u);
+            uint64_t a = t1 < 0 ? 0 - (uint64_t)t1 : (uint64_t)t1;
             to = to_minus_1 - (int64_t)(INT64_C(1) << (floor_log2(a) - float_digits(d) + 1));
         }
         if (from < to) { /* torch errors otherwise; the caller checks */

@@ -4,6 +4,13 @@
 #include "core.h"
 #include <stdio.h>
 
+/* stride * step: it overflows only where the dim keeps at most one element (a step
+ * past its size), whose stride is then never used: it stays as it was */
+static int64_t step_stride(int64_t stride, int64_t step) {
+    int64_t r;
+    return __builtin_mul_overflow(stride, step, &r) ? stride : r;
+}
+
 static TensorImpl *restride(const TensorImpl *t, const int64_t *sizes, const int64_t *strides,
                             int ndim, int64_t offset) {
     return c10_make(t->storage, sizes, strides, ndim, offset, t->dtype);
@@ -31,7 +38,15 @@ TensorImpl *c10_as_strided(const TensorImpl *t, const int64_t *size, const int64
             return c10_error("as_strided: size %s and stride %s overflow", c10_shape_str(size, ndim),
                              c10_shape_str(stride, ndim));
     }
-    int64_t storage_elems = (int64_t)(t->storage->nbytes / c10_elsize[t->dtype]);
+    int64_t storage_elems = (int64_t)(t->storage->nbytes / c10_elsize[t->dtype]), numel = 1, bytes;
+    for (int i = 0; i < ndim; i++)
+        if (__builtin_mul_overflow(numel, size[i], &numel))
+            return c10_error("as_strided: numel: integer multiplication overflow");
+    if (!empty && __builtin_mul_overflow(last + 1, (int64_t)c10_elsize[t->dtype], &bytes))
+        return c10_error("as_strided: Storage size calculation overflowed with sizes=%s and strides=%s",
+                         c10_shape_str(size, ndim), c10_shape_str(stride, ndim));
+    if (__builtin_mul_overflow(offset, (int64_t)c10_elsize[t->dtype], &bytes))
+        return c10_error("as_strided: Tensor: invalid storage offset %lld", (long long)offset);
     if (!empty && last >= storage_elems)
         return c10_error("setStorage: sizes %s, strides %s, storage offset %lld, and itemsize %zu "
                          "requiring a storage size of %lld are out of bounds for storage of size %zu",
@@ -138,9 +153,12 @@ TensorImpl *c10_slice(const TensorImpl *t, int dim, int64_t start, int64_t end, 
     int64_t sizes[CT_MAX_DIMS], strides[CT_MAX_DIMS];
     memcpy(sizes, t->sizes, sizeof sizes);
     memcpy(strides, t->strides, sizeof strides);
-    sizes[d] = (end - start + step - 1) / step;
-    strides[d] = t->strides[d] * step;
-    return restride(t, sizes, strides, t->ndim, t->offset + start * t->strides[d]);
+    sizes[d] = end > start ? (end - start - 1) / step + 1 : 0;
+    strides[d] = step_stride(t->strides[d], step);
+    int64_t off;
+    if (__builtin_mul_overflow(start, t->strides[d], &off) || __builtin_add_overflow(off, t->offset, &off))
+        off = t->offset; /* start == size of a dim with a huge stride: an empty view */
+    return restride(t, sizes, strides, t->ndim, off);
 }
 
 int c10_narrow_check(int64_t cur, int64_t *start, int64_t length) {
@@ -334,7 +352,7 @@ TensorImpl *c10_unfold(const TensorImpl *t, int dim, int64_t size, int64_t step)
     int n = t->ndim;
     if (n) {
         sizes[d] = (t->sizes[d] - size) / step + 1;
-        strides[d] = step * t->strides[d];
+        strides[d] = step_stride(t->strides[d], step);
     }
     sizes[n] = size;
     strides[n] = n ? t->strides[d] : 1;

@@ -374,6 +374,7 @@ ct_module *ct_nn_flatten(int start_dim, int end_dim) {
 }
 
 static ct_module *container(int kind, const char *name, ct_module *const *mods, int n) {
+    if (n < 0 || (n > 0 && !mods)) return c10_error("%s: invalid argument: %d modules from %s", name, n, mods ? "an array" : "NULL");
     NnCfg c = {.kind = kind};
     ct_module *m = make(name, &c);
     int rc = m ? 0 : -1;

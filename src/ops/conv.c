@@ -1141,7 +1141,13 @@ static int pool_out(const char *op, int64_t in, int64_t k, int64_t pad, int64_t 
     if (pad > k / 2)
         return c10_error_int("%s: pad should be at most half of kernel size, but got pad=%lld and kernel_size=%lld", op,
                              (long long)pad, (long long)k);
-    int64_t o = div_floor(in + 2 * pad - dil * (k - 1) - 1 + (ceil ? stride - 1 : 0), stride) + 1;
+    int64_t span, num; /* in + 2 pad - dil (k - 1) - 1 (+ stride - 1): huge arguments overflow int64 */
+    if (__builtin_mul_overflow(dil, k - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
+        __builtin_add_overflow(in, 2 * pad, &num) || __builtin_sub_overflow(num, span, &num) ||
+        (ceil && __builtin_add_overflow(num, stride - 1, &num)))
+        return c10_error_int("%s: kernel_size %lld, padding %lld, stride %lld and dilation %lld overflow the output "
+                             "size", op, (long long)k, (long long)pad, (long long)stride, (long long)dil);
+    int64_t o = div_floor(num, stride) + 1;
     if (ceil && (o - 1) * stride >= in + pad) o--;
     *out = o;
     return 0;
@@ -1333,7 +1339,7 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
             for (int64_t oh = 0; oh < p->Ho; oh++) {                                                       \
                 int64_t h0 = oh * p->sh - p->ph, h1 = h0 + (p->kh - 1) * p->dh + 1;                        \
                 if (h1 > p->H) h1 = p->H;                                                                  \
-                while (h0 < 0) h0 += p->dh;                                                                \
+                if (h0 < 0) h0 += (-h0 + p->dh - 1) / p->dh * p->dh; /* the first tap inside */           \
                 /* the outputs whose windows lie inside the row, MP_B at a time, each tap over \
                  * all of them (branch-free: a branch a tap mispredicted, 12x 2x2's time at 3x3 \
                  * stride 2); the others one by one below */                                     \
@@ -1367,7 +1373,7 @@ static int32_t *maxpool2x2_offsets(const PoolGeo *p) {
                     if (ow >= p->Wo) break;                                                                \
                     int64_t w0 = ow * p->sw - p->pw, w1 = w0 + (p->kw - 1) * p->dw + 1;                    \
                     if (w1 > p->W) w1 = p->W;                                                              \
-                    while (w0 < 0) w0 += p->dw;                                                            \
+                    if (w0 < 0) w0 += (-w0 + p->dw - 1) / p->dw * p->dw;                                  \
                     int64_t best = h0 * p->W + w0;                                                         \
                     T m = -(T)INFINITY;                                                                    \
                     for (int64_t ih = h0; ih < h1; ih += p->dh)                                            \
@@ -1559,7 +1565,8 @@ static int avg_geo(const char *name, const TensorImpl *x, const int64_t *i, Pool
     int64_t h1 = h0 + p->kh, w1 = w0 + p->kw;                                                            \
     if (h1 > p->H + p->ph) h1 = p->H + p->ph;                                                           \
     if (w1 > p->W + p->pw) w1 = p->W + p->pw;                                                           \
-    int64_t pool = (h1 - h0) * (w1 - w0);                                                               \
+    int64_t pool; /* windows past 2^63 elements (huge kernels) divide by the largest int64 */            \
+    if (__builtin_mul_overflow(h1 - h0, w1 - w0, &pool)) pool = INT64_MAX;                              \
     if (h0 < 0) h0 = 0;                                                                                 \
     if (w0 < 0) w0 = 0;                                                                                 \
     if (h1 > p->H) h1 = p->H;                                                                           \

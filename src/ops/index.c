@@ -1487,7 +1487,9 @@ int fwd_repeat(int op, const OpArgs *a, TensorImpl **out) {
                              "dimensions of tensor");
     if (nr > CT_MAX_DIMS) return c10_error_int("repeat: at most %d dimensions", CT_MAX_DIMS);
     int64_t sizes[CT_MAX_DIMS];
-    for (int d = 0; d < nr; d++) sizes[d] = (d < lead ? 1 : self->sizes[d - lead]) * a->i[d];
+    for (int d = 0; d < nr; d++)
+        if (__builtin_mul_overflow(d < lead ? 1 : self->sizes[d - lead], a->i[d], &sizes[d]))
+            return c10_error_int("repeat: numel: integer multiplication overflow");
     for (int d = 0; d < nr; d++) /* torch checks the sizes, not the repeats: a dim of 0 takes any */
         if (sizes[d] < 0)
             return c10_error_int("repeat: Trying to create tensor with negative dimension %lld: %s",
@@ -1534,6 +1536,7 @@ static int tri(const char *name, bool lower, const OpArgs *a, TensorImpl **out) 
         return -1;
     }
     int64_t R = self->sizes[self->ndim - 2], C = self->sizes[self->ndim - 1], k = a->i[0];
+    k = k > C + 1 ? C + 1 : k < -R - 1 ? -R - 1 : k; /* past the matrix keeps all or none: no overflow below */
     int64_t mats = o->numel / (R * C);
     size_t es = c10_elsize[o->dtype];
     char *d = c10_data(o);
@@ -1622,14 +1625,17 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
         int d = self->ndim - 1 - k;
         int64_t lo = a->i[2 * k], hi = a->i[2 * k + 1], cur = self->sizes[d];
         positive |= lo > 0 || hi > 0;
-        int64_t s0 = -lo, s1 = 0; /* torch's narrows of the crops */
+        int64_t s0 = lo == INT64_MIN ? INT64_MAX : -lo, s1 = 0; /* torch's narrows of the crops */
         if (lo < 0 && c10_narrow_check(cur, &s0, cur + lo) < 0) return -1;
         cur += lo < 0 ? lo : 0;
         if (hi < 0 && c10_narrow_check(cur, &s1, cur + hi) < 0) return -1;
     }
     for (int k = 0; k < np / 2; k++) {
         int d = self->ndim - 1 - k;
-        sizes[d] = self->sizes[d] + a->i[2 * k] + a->i[2 * k + 1];
+        if (__builtin_add_overflow(self->sizes[d], a->i[2 * k], &sizes[d]) ||
+            __builtin_add_overflow(sizes[d], a->i[2 * k + 1], &sizes[d]))
+            return c10_error_int("pad: padding (%lld, %lld) of dimension %d overflows its size", (long long)a->i[2 * k],
+                                 (long long)a->i[2 * k + 1], d);
         if (sizes[d] <= 0 && positive)
             return c10_error_int("pad: The input size %lld, plus negative padding %lld and %lld resulted in a negative "
                                  "output size, which is invalid. Check dimension %d of your input.",

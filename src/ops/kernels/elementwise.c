@@ -706,6 +706,11 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
             if (r) return r < 0 ? -1 : run(op, a, out, 2, common, common, common, NULL);
             return c10_error_int("For integral input tensors, argument alpha must not be a floating point number.");
         }
+        if ((op == OP_add || op == OP_sub) && !c10_is_float(common) && a->s[0] != 1 &&
+            c10_check_value_fits(a->s[0], common) < 0) { /* the kernel's alpha.to<scalar_t>() */
+            int r = iter_checks_first(name, a, common);
+            return r < 0 ? -1 : r ? run(op, a, out, 2, common, common, common, NULL) : -1;
+        }
         if (common == CT_BOOL && int_only_name(op)) {
             int r = iter_checks_first(name, a, common);
             if (r) return r < 0 ? -1 : run(op, a, out, 2, common, common, common, NULL);
