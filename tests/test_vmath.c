@@ -264,6 +264,26 @@ TEST(exp_f_n_bits) {
 #else
 TEST(exp_f_tab) { expf_cases(&EXPF_TAB); }
 TEST(exp_d_le) { exp_d_cases(&EXP_LE); }
+/* vm_scalef16's integer route for subnormal and zero results gives vscalefps's bits:
+ * every n from -170 to 4 (halves too: the table exp's n carries j / 16), p over [0.5, 2.1) */
+TEST(scalef_subnormal_route) {
+    int64_t bad = 0;
+    uint32_t s = 12345;
+    for (float n = -170.0f; n <= 4.0f; n += 0.0625f)
+        for (int rep = 0; rep < 64; rep++) {
+            float p[16], nn[16], got[16], want[16];
+            for (int l = 0; l < 16; l++) {
+                s = s * 1664525u + 1013904223u;
+                p[l] = 0.5f + 1.6f * (float)(s >> 8) / 16777216.0f;
+                nn[l] = l == 15 && rep == 0 ? NAN : n;
+            }
+            __m512 vp = _mm512_loadu_ps(p), vn = _mm512_loadu_ps(nn);
+            _mm512_storeu_ps(got, vm_scalef16(vp, vn));
+            _mm512_storeu_ps(want, _mm512_scalef_ps(vp, vn));
+            for (int l = 0; l < 16; l++) bad += memcmp(&got[l], &want[l], 4) != 0 && !(got[l] != got[l] && want[l] != want[l]);
+        }
+    if (bad) FAIL_AT("%lld lanes differ from vscalefps", (long long)bad);
+}
 #endif
 
 /* the exp-and-sum of softmax: each y[i] is the array exp of x[i] - m (rounded
@@ -402,6 +422,7 @@ int main(void) {
 #else
     RUN(exp_f_tab);
     RUN(exp_d_le);
+    RUN(scalef_subnormal_route);
 #endif
     RUN(exp_f_sum);
     RUN(exp_d_sum);
