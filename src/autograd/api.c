@@ -237,7 +237,7 @@ ct_tensor *ct_permute(const ct_tensor *t, const int *dims, int ndim) {
     return view_op(OP_permute, t, d, ndim);
 }
 
-ct_tensor *ct_movedim(const ct_tensor *h, const int *source, const int *destination, int n) {
+COLD_CODE ct_tensor *ct_movedim(const ct_tensor *h, const int *source, const int *destination, int n) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
     int nd = t->ndim;
@@ -297,7 +297,7 @@ ct_tensor *ct_unfold(const ct_tensor *t, int dim, int64_t size, int64_t step) {
     return view_op(OP_unfold, t, INTS(dim, size, step));
 }
 
-ct_tensor *ct_flatten(const ct_tensor *h, int start_dim, int end_dim) {
+COLD_CODE ct_tensor *ct_flatten(const ct_tensor *h, int start_dim, int end_dim) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
     int s = c10_wrap_dim(start_dim, t->ndim), e = s < 0 ? -1 : c10_wrap_dim(end_dim, t->ndim);

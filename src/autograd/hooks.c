@@ -19,7 +19,7 @@ void ag_hooks_free(Hook *h) {
 }
 
 /* torch's check_variable_result: a replacement keeps the gradient's type and size. */
-static int check_hook_result(const TensorImpl *was, const TensorImpl *got) {
+COLD_CODE static int check_hook_result(const TensorImpl *was, const TensorImpl *got) {
     if (was->dtype != got->dtype || was->device != got->device)
         return c10_error_int("hook has changed the type of value (was torch.%s got torch.%s)",
                              ag_legacy_type_name(was->dtype), ag_legacy_type_name(got->dtype));

@@ -59,7 +59,7 @@ ct_tensor *ct_scalar_dtype(double value, ct_dtype dtype) { return ct_full(NULL, 
 /* Values are computed in double and then converted, as PyTorch's range kernels
  * do (its 16-bit floats: in float, then per vector in 16 bits, an ulp apart);
  * integer dtypes in int64 (torch's accumulate type), wrapped into the dtype. */
-static ct_tensor *fill_linear(int64_t n, double start, double step, ct_dtype dtype) {
+COLD_CODE static ct_tensor *fill_linear(int64_t n, double start, double step, ct_dtype dtype) {
     TensorImpl *t = c10_empty(&n, 1, dtype, CT_CPU);
     if (!t) return NULL;
     char *d = c10_data(t);
@@ -80,7 +80,7 @@ static ct_tensor *fill_linear(int64_t n, double start, double step, ct_dtype dty
  * integers, a checked conversion that truncates: a step of 2.5 steps by 2, one
  * of 0.7 is zero), then its checks in its order; the size from the doubles,
  * for int64 from the integers. */
-ct_tensor *ct_arange(double start, double end, double step, ct_dtype dtype) {
+COLD_CODE ct_tensor *ct_arange(double start, double end, double step, ct_dtype dtype) {
     if (!c10_dtype_valid((int)dtype)) return c10_error("arange: invalid dtype %d", (int)dtype);
     if (dtype == CT_BOOL) return c10_error("\"arange_cpu\" not implemented for 'Bool'");
     bool ints = c10_is_integral(dtype, false);
@@ -108,7 +108,7 @@ ct_tensor *ct_arange(double start, double end, double step, ct_dtype dtype) {
     return fill_linear((int64_t)n, xs, xst, dtype);
 }
 
-ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) {
+COLD_CODE ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) {
     if (steps < 0) return c10_error("linspace: number of steps must be non-negative");
     if (!c10_dtype_valid((int)dtype)) return c10_error("linspace: invalid dtype %d", (int)dtype);
     if (dtype == CT_BOOL) return c10_error("linspace: \"linspace_cpu\" not implemented for 'Bool'");
@@ -135,7 +135,7 @@ ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) 
     return c10_wrap(t);
 }
 
-ct_tensor *ct_eye(int64_t n, int64_t m, ct_dtype dtype) {
+COLD_CODE ct_tensor *ct_eye(int64_t n, int64_t m, ct_dtype dtype) {
     if (n < 0) return c10_error("eye: n must be greater or equal to 0, got %lld", (long long)n);
     if (m == -1) m = n; /* torch.eye(n): m=None */
     if (m < 0) return c10_error("eye: m must be greater or equal to 0, got %lld", (long long)m);

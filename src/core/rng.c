@@ -445,7 +445,7 @@ static inline void store_i64(char *p, ct_dtype d, int64_t v) {
  * instruction): out of range or NaN is INT64_MIN, without C's undefined behaviour */
 static int64_t to_i64(double x) { return x >= 0x1p63 || !(x >= -0x1p63) ? INT64_MIN : (int64_t)x; }
 
-static int64_t through_float(int64_t v, ct_dtype d) {
+COLD_CODE static int64_t through_float(int64_t v, ct_dtype d) {
     switch (d) {
     case CT_FLOAT16: return to_i64(h2f(f2h((float)v)));
     case CT_BFLOAT16: return to_i64(bf2f(f2bf((float)v)));

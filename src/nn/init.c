@@ -62,7 +62,7 @@ int ct_init_xavier_normal_(ct_tensor *t, double gain) {
 
 /* torch's order: a zero-element tensor is a no-op (a warning there), then the
  * mode (case-insensitive), the fans, the gain. 1: nothing to do. */
-static int kaiming_std(ct_tensor *t, double a, const char *mode, const char *nl, double *std) {
+COLD_CODE static int kaiming_std(ct_tensor *t, double a, const char *mode, const char *nl, double *std) {
     if (!c10_unwrap(t)) return -1;
     if (ct_numel(t) == 0) return 1;
     char m[16] = "fan_in";

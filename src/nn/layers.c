@@ -9,7 +9,7 @@ enum {
 
 /* ------------------------------------------------------------ repr helpers */
 /* Python's repr of a float: the shortest text that reads back, "1e-05", "0.1", "1.0". */
-void nn_pyfloat(char *out, size_t cap, double v) {
+COLD_CODE void nn_pyfloat(char *out, size_t cap, double v) {
     if (isnan(v)) {
         snprintf(out, cap, "nan");
         return;
@@ -373,7 +373,7 @@ ct_module *ct_nn_flatten(int start_dim, int end_dim) {
     return make("Flatten", &c);
 }
 
-static ct_module *container(int kind, const char *name, ct_module *const *mods, int n) {
+COLD_CODE static ct_module *container(int kind, const char *name, ct_module *const *mods, int n) {
     if (n < 0 || (n > 0 && !mods)) return c10_error("%s: invalid argument: %d modules from %s", name, n, mods ? "an array" : "NULL");
     NnCfg c = {.kind = kind};
     ct_module *m = make(name, &c);

@@ -64,7 +64,7 @@ static int add_params(ct_optimizer *o, ct_tensor *const *params, int n, int grou
 }
 
 /* torch's ValueError for a hyperparameter, the number as Python prints it ("-1.0"). */
-static void *invalid(const char *what, double v) {
+COLD_CODE static void *invalid(const char *what, double v) {
     char b[40];
     nn_pyfloat(b, sizeof b, v);
     return c10_error("Invalid %s: %s", what, b);

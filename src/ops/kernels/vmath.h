@@ -87,12 +87,14 @@ static inline float vm_expf(float x) {
  * values in [-100, 100] ran 6x slower). Lanes with floor(n) <= -127 are subnormal
  * or zero: round(p 2^(n + 149)) < 2^24 is their bit pattern (m 2^-149 exactly,
  * rounded once, as vscalefps rounds). NaN lanes stay with vscalefps. */
-static inline __m512 vm_scalef16(__m512 p, __m512 n) {
-    __mmask16 sub = _mm512_cmp_ps_mask(n, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
-    if (__builtin_expect(!sub, 1)) return _mm512_scalef_ps(p, n);
+__attribute__((noinline, unused)) static __m512 vm_scalef16_sub(__m512 p, __m512 n, __mmask16 sub) {
     __m512 big = _mm512_maskz_scalef_ps(sub, p, _mm512_add_ps(n, _mm512_set1_ps(149.0f)));
     __m512i m = _mm512_maskz_cvtps_epi32(sub, big);
     return _mm512_mask_blend_ps(sub, _mm512_mask_scalef_ps(p, (__mmask16)~sub, p, n), _mm512_castsi512_ps(m));
+}
+static inline __m512 vm_scalef16(__m512 p, __m512 n) { /* the rare lanes out of line: for size */
+    __mmask16 sub = _mm512_cmp_ps_mask(n, _mm512_set1_ps(-126.0f), _CMP_LT_OQ);
+    return __builtin_expect(!sub, 1) ? _mm512_scalef_ps(p, n) : vm_scalef16_sub(p, n, sub);
 }
 /* vm_expf of 16 floats: n by vrndscaleps, 2^n by vscalefps, which gives the
  * overflows, underflows and subnormal results exactly (one rounding); NaN
