@@ -3,7 +3,7 @@
 # and builds tests/install/consumer.c against it, as a user would:
 #   1. a CMake project: find_package(ctorch), targets ctorch::ctorch and ctorch::ctorch_static;
 #   2. pkg-config --cflags --libs ctorch (shared), and --static (the static archive);
-# then runs each consumer. Run by .ci/test after the Release build (default: build/).
+# then runs each consumer; a Release build's stripped libctorch.so must stay under 1.5 MiB. Run by .ci/test after the Release build (default: build/).
 # Ends with "install: N passed, N failed"; exit status non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -53,6 +53,15 @@ for f in include/ctorch.h "${libdir#"$prefix"/}/libctorch.a" "${libdir#"$prefix"
          "${libdir#"$prefix"/}/cmake/ctorch/ctorchConfig.cmake"; do
     if [ -f "$prefix/$f" ]; then ok "installed $f"; else bad "installed $f (missing)"; fi
 done
+
+# ---- the size: the stripped shared library stays under 1.5 MiB (the brief's rule) --
+if grep -q '^CMAKE_BUILD_TYPE:STRING=Release' "$BUILD/CMakeCache.txt"; then
+    strip -o "$tmp/stripped.so" "$libdir/libctorch.so"
+    size="$(stat -c %s "$tmp/stripped.so")"
+    limit=$((3 * 1024 * 1024 / 2))
+    if [ "$size" -lt "$limit" ]; then ok "stripped libctorch.so is $size bytes (< $limit)"
+    else bad "stripped libctorch.so is $size bytes, over the limit of $limit"; fi
+fi
 
 # ---- 1. CMake: find_package(ctorch) --------------------------------------------
 echo "install: CMake consumer (find_package)"
