@@ -1403,7 +1403,7 @@ int fwd_flip(int op, const OpArgs *a, TensorImpl **out) {
         if (mask[d]) return c10_error_int("flip: dim %d appears multiple times in the list of dims", d);
         mask[d] = true;
     }
-    TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+    TensorImpl *o = at_empty_like(self, self->dtype); /* torch's layout: preserve_format */
     if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
     int64_t st[CT_MAX_DIMS], off = self->offset;
     for (int d = 0; d < self->ndim; d++) {
@@ -1946,12 +1946,21 @@ int fwd_sort(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0];
     int dim = c10_wrap_dim(a->i[0], self->ndim);
     if (dim < 0) return prefix_error("sort");
-    out[0] = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
-    out[1] = out[0] ? c10_empty(self->sizes, self->ndim, CT_INT64, self->device) : NULL;
+    /* torch's layout: the input's (preserve_format); sorted into contiguous ones, copied over */
+    out[0] = at_empty_like(self, self->dtype);
+    out[1] = out[0] ? at_empty_like(self, CT_INT64) : NULL;
     if (!out[1]) return -1;
     if (self->device == CT_META || self->numel == 0) return 2;
     int64_t n = self->ndim ? self->sizes[dim] : 1;
-    return sort_slices(self, dim, a->i[1] != 0, n, out[0], out[1]) < 0 ? -1 : 2;
+    if (out[0]->is_contiguous) return sort_slices(self, dim, a->i[1] != 0, n, out[0], out[1]) < 0 ? -1 : 2;
+    TensorImpl *v = c10_empty(self->sizes, self->ndim, self->dtype, CT_CPU);
+    TensorImpl *ix = v ? c10_empty(self->sizes, self->ndim, CT_INT64, CT_CPU) : NULL;
+    int r = ix ? sort_slices(self, dim, a->i[1] != 0, n, v, ix) : -1;
+    if (r == 0) r = copy_into(out[0], v);
+    if (r == 0) r = copy_into(out[1], ix);
+    c10_release(v);
+    c10_release(ix);
+    return r < 0 ? -1 : 2;
 }
 
 /* t[0]; i: k, dim, largest, sorted -> out[0] values, out[1] indices */

@@ -995,3 +995,34 @@ def test_inplace_clamp_checks_in_torchs_order():
                                        if layout == "contiguous" else x.clamp_(**tkw),
                                        f"{dt} {layout}.clamp_({lo}, {hi}): ",
                                        compare=lambda got, want: ct.assert_close(got, want))
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_sort_and_flip_keep_the_inputs_layout(device):
+    """torch's sort (values and indices) and flip allocate as empty_like(self):
+    a dense input's strides (a transpose stays transposed), others contiguous"""
+    ct.declare("ct_sort", c_int, [CT, c_int, c_bool, c_bool, TP, TP])
+    ct.declare("ct_flip", T, [CT, INTP, c_int])
+    ct.declare("ct_empty_on", T, [I64P, c_int, c_int, c_int])
+    ct.declare("ct_as_strided", T, [CT, I64P, I64P, c_int, c_int64])
+    g = torch.Generator().manual_seed(7)
+    for t in [torch.randn(3, 4, generator=g).t(), torch.randn(4, 2, 3, generator=g).permute(2, 0, 1),
+              torch.randn(10, generator=g)[::2], torch.randn(4, 6, generator=g)[:, ::2], torch.randn(1, 4)[:, :]]:
+        if device == "cpu":
+            x = h(t)
+        else:  # a meta tensor of t's exact layout
+            base = ct.check(lib.ct_empty_on(i64([t.storage_offset() + 1 + sum((s - 1) * st for s, st in
+                                                  zip(t.shape, t.stride()))]), 1, ct.ct_dtype_of_torch(t.dtype), ct.CT_META))
+            x = ct.check(lib.ct_as_strided(base, i64(list(t.shape)), i64(list(t.stride())), t.dim(), t.storage_offset()))
+        for d in range(t.dim()):
+            want = torch.sort(t, dim=d, stable=True)
+            v, i = (c_void_p * 1)(), (c_void_p * 1)()
+            ct.check_int(lib.ct_sort(x, d, False, True, v, i))
+            for got, w in ((v[0], want.values), (i[0], want.indices)):
+                assert tuple(ct.strides(got)) == w.stride() and tuple(ct.shape(got)) == tuple(w.shape)
+                if device == "cpu":
+                    ct.assert_close(got, w, rtol=0, atol=0)
+            f = ct.check(lib.ct_flip(x, i32([d]), 1))
+            assert tuple(ct.strides(f)) == torch.flip(t, [d]).stride()
+            if device == "cpu":
+                ct.assert_close(f, torch.flip(t, [d]), rtol=0, atol=0)
