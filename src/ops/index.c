@@ -2289,17 +2289,18 @@ int fwd_masked_fill(int op, const OpArgs *a, TensorImpl **out) {
     if (!same_device("masked_fill", self, mask)) return -1;
     if (c10_check_value_fits(a->s[0], self->dtype) < 0) return -1;
     int64_t shape[CT_MAX_DIMS]; /* out of place torch expands (mask, self): its message names them so */
-    if (!a->dst && c10_broadcast_shape(mask->sizes, mask->ndim, self->sizes, self->ndim, shape) < 0)
-        return prefix_error("masked_fill");
+    int nd = a->dst ? 0 : c10_broadcast_shape(mask->sizes, mask->ndim, self->sizes, self->ndim, shape);
+    if (nd < 0) return prefix_error("masked_fill");
+    /* out of place: torch's self.clone(contiguous).masked_fill_(mask, value), a contiguous result */
+    TensorImpl *dst = a->dst ? a->dst : c10_empty(shape, nd, self->dtype, self->device);
+    if (!dst) return -1;
     TensorImpl *in[2] = {self, mask};
-    if (self->dtype == CT_BOOL || !c10_is_float(self->dtype)) {
-        /* the value converts to self's dtype (truncation), as PyTorch's fill does */
-        double v[1] = {a->s[0]};
-        if (self->dtype == CT_BOOL) v[0] = a->s[0] != 0;
-        else v[0] = trunc(a->s[0]);
-        return ew("masked_fill", 2, in, self->dtype, k_mfill, v, a->dst, out);
-    }
-    return ew("masked_fill", 2, in, self->dtype, k_mfill, a->s, a->dst, out);
+    double v[1] = {a->s[0]}; /* integers: the value converts to self's dtype (truncation), as torch's fill */
+    if (self->dtype == CT_BOOL) v[0] = a->s[0] != 0;
+    else if (!c10_is_float(self->dtype)) v[0] = trunc(a->s[0]);
+    int r = ew("masked_fill", 2, in, self->dtype, k_mfill, v, dst, out);
+    if (!a->dst) c10_release(dst);
+    return r;
 }
 
 /* t[0] self; s[0] min, s[1] max (NaN: no bound) */

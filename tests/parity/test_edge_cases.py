@@ -1026,3 +1026,17 @@ def test_sort_and_flip_keep_the_inputs_layout(device):
             assert tuple(ct.strides(f)) == torch.flip(t, [d]).stride()
             if device == "cpu":
                 ct.assert_close(f, torch.flip(t, [d]), rtol=0, atol=0)
+
+
+def test_masked_fill_out_of_place_is_contiguous():
+    """torch's masked_fill is self.expand(...).clone(contiguous).masked_fill_(mask, v):
+    the result is contiguous whatever self's layout"""
+    g = torch.Generator().manual_seed(8)
+    for t, m in [(torch.randn(4, 4, generator=g).t(), torch.ones(4, dtype=torch.bool)),
+                 (torch.randn(4, 4, generator=g).t(), torch.rand(4, 4, generator=g).t() > 0.5),
+                 (torch.randn(4, 1, generator=g), torch.rand(3, 1, 5, generator=g) > 0.5),
+                 (torch.arange(8, dtype=torch.int32).as_strided((4, 2, 1), (1, 4, 8)), torch.rand(4, 2, 1) > 0.5),
+                 (torch.tensor(2.0), torch.tensor(True))]:
+        got = ct.check(lib.ct_masked_fill(h(t), h(m), 7.5))
+        ct.assert_same_layout(got, t.masked_fill(m, 7.5))
+        ct.assert_close(got, t.masked_fill(m, 7.5), rtol=0, atol=0)
