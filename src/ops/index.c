@@ -813,9 +813,22 @@ OMP(omp parallel for schedule(static) if (parts > 1))
 }
 
 /* t[0]: [nnz, ndim] int64 indices of the non-zero elements */
+/* torch's nonzero fills an [ndim, nnz] tensor and returns its transpose: the
+ * [nnz, ndim] result has strides (1, nnz). Written row-major, copied over. */
 int fwd_nonzero(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    return (out[0] = nonzero_impl("nonzero", a->t[0])) ? 1 : -1;
+    TensorImpl *r = nonzero_impl("nonzero", a->t[0]);
+    if (!r) return -1;
+    int64_t t_sizes[2] = {r->sizes[1], r->sizes[0]}, st[2] = {1, r->sizes[0]}; /* (1, 0) when empty, as torch */
+    TensorImpl *c = c10_empty(t_sizes, 2, CT_INT64, r->device), *o = c ? c10_as_strided(c, r->sizes, st, 2, 0) : NULL;
+    int rc = o && r->numel ? copy_into(o, r) : o ? 0 : -1;
+    c10_release(c);
+    c10_release(r);
+    if (rc < 0) {
+        c10_release(o);
+        return -1;
+    }
+    return (out[0] = o) ? 1 : -1;
 }
 
 /* --------------------------------------------------- advanced indexing */

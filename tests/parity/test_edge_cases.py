@@ -1040,3 +1040,15 @@ def test_masked_fill_out_of_place_is_contiguous():
         got = ct.check(lib.ct_masked_fill(h(t), h(m), 7.5))
         ct.assert_same_layout(got, t.masked_fill(m, 7.5))
         ct.assert_close(got, t.masked_fill(m, 7.5), rtol=0, atol=0)
+
+
+def test_nonzero_is_column_major_as_torch():
+    """torch's nonzero fills [ndim, nnz] and returns its transpose: strides (1, nnz),
+    (1, 0) when nothing is set"""
+    ct.declare("ct_nonzero", T, [CT])
+    g = torch.Generator().manual_seed(9)
+    for t in [torch.ones(3, 4), torch.zeros(5), torch.tensor([0.0, 1, 0, 2]), torch.rand(3, 4, 5, generator=g) > 0.5,
+              torch.tensor(3.0), torch.tensor(0.0), torch.zeros(0, 3), torch.rand(4, 6, generator=g).t() > 0.3]:
+        got = ct.check(lib.ct_nonzero(h(t)))
+        ct.assert_same_layout(got, torch.nonzero(t))
+        ct.assert_close(got, torch.nonzero(t), rtol=0, atol=0)
