@@ -67,14 +67,11 @@ ct_tensor *ct_linear(const ct_tensor *input, const ct_tensor *weight, const ct_t
     if (!unwrap(h, t, bias ? 3 : 2)) return NULL;
     OpArgs a = {.t = {t[0], t[1], t[2]}, .nt = 3};
     TensorImpl *r = ag_call1(OP_linear, &a);
-    /* the node of torch 1.13's path (fwd_linear takes the same ones): addmm, a folded addmm's view,
-     * matmul then add_(bias), or matmul alone */
-    const TensorImpl *x = t[0];
-    bool fold = t[2] && x->ndim == 3 && x->is_contiguous;
-    ag_name_node(r, OP_linear, t[2] && x->ndim == 2 ? "AddmmBackward0" : fold ? "ViewBackward0"
-                               : t[2] ? "AddBackward0" : x->ndim == 2 && t[1]->ndim == 2 ? "MmBackward0"
-                               : x->ndim == 2 ? "MvBackward0" : x->ndim == 1 && t[1]->ndim == 1 ? "DotBackward0"
-                               : matmul_node(x->ndim, t[1]->ndim));
+    /* the last node of torch 1.13's path: addmm, a folded addmm's view, matmul's add_(bias), matmul's */
+    static const char *const path_node[] = {"AddmmBackward0", "ViewBackward0", "AddBackward0"};
+    int path = at_linear_path(t[0], t[2]), nx = t[0]->ndim, nw = t[1]->ndim;
+    ag_name_node(r, OP_linear, path != LINEAR_MATMUL ? path_node[path] : nx == 2 && nw == 2 ? "MmBackward0"
+                               : nx == 2 ? "MvBackward0" : nx == 1 && nw == 1 ? "DotBackward0" : matmul_node(nx, nw));
     return c10_wrap(r);
 }
 

@@ -39,10 +39,10 @@ TensorImpl *ag_run_hooks(Hook *h, TensorImpl *grad) {
         ct_tensor *in = c10_wrap(c10_retain(g));
         ct_tensor *r = h->fn(in, h->ctx);
         TensorImpl *rt = r ? c10_unwrap(r) : NULL;
-        if (rt && check_hook_result(g, rt) < 0) rt = NULL, c10_release(g), g = NULL;
-        if (rt) {
+        if (rt) { /* a refused replacement ends the run with its error */
+            TensorImpl *next = check_hook_result(g, rt) < 0 ? NULL : c10_retain(rt);
             c10_release(g);
-            g = c10_retain(rt);
+            g = next;
         }
         ct_scope_end();
     }

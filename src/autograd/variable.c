@@ -361,6 +361,10 @@ static bool save_needed(int op, const OpArgs *a, int k) {
     }
 }
 
+/* Whether the outputs must be saved: pow's result serves its exponent's gradient
+ * only (x.pow_(2) then a later in-place op on it still backpropagates, as torch). */
+static bool save_out_needed(int op, const OpArgs *a) { return op != OP_pow || ag_requires_grad(a->t[1]); }
+
 /* Makes the node for op's call with inputs a->t and outputs out[0..n), saving
  * what the row's flags ask for; self_saved replaces input 0 in the saved set
  * (in-place ops save self before they overwrite it). */
@@ -384,9 +388,7 @@ static Node *record(int op, const OpArgs *a, TensorImpl **out, int n, TensorImpl
     }
     for (int j = 0; j < n; j++) {
         if (out[j]) ag_input_meta(node, &node->out_meta[j], out[j]);
-        /* pow's result serves its exponent's gradient only (x.pow_(2) then y.mul_(2) backpropagates, as torch) */
-        if ((flags & SV_OUT(j)) && (op != OP_pow || ag_requires_grad(a->t[1])))
-            ag_save(&node->saved_out[j], out[j], true);
+        if ((flags & SV_OUT(j)) && save_out_needed(op, a)) ag_save(&node->saved_out[j], out[j], true);
     }
     Node *own = give ? node : NULL; /* the creation reference, for the first output */
     for (int j = 0; j < n; j++)

@@ -696,14 +696,20 @@ int fwd_matmul(int op, const OpArgs *a, TensorImpl **out) {
 
 /* t[0] = input [..., in], t[1] = weight [out, in] (or [in]), t[2] = bias or NULL:
  * input @ weight^T + bias, the bias folded into the gemm (beta = 1). */
+int at_linear_path(const TensorImpl *x, const TensorImpl *bias) {
+    if (!bias) return LINEAR_MATMUL;
+    return x->ndim == 2 ? LINEAR_ADDMM : x->ndim == 3 && x->is_contiguous ? LINEAR_FOLDED_ADDMM : LINEAR_MATMUL_ADD;
+}
+
 int fwd_linear(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *x = a->t[0], *w = a->t[1], *bias = a->nt > 2 ? a->t[2] : NULL, *r = NULL;
     if (w->ndim > 2) return c10_error_int("linear: t() expects a tensor with <= 2 dimensions, but self is %dD", w->ndim);
     TensorImpl *wt = w->ndim == 2 ? c10_transpose(w, 0, 1) : c10_retain(w);
     if (!wt) return -1;
-    bool fold = bias && x->ndim == 3 && x->is_contiguous;
-    if (bias && (x->ndim == 2 || fold)) { /* torch: addmm(bias, input, weight.t()), a contiguous 3-d input folded */
+    int path = at_linear_path(x, bias);
+    bool fold = path == LINEAR_FOLDED_ADDMM;
+    if (path == LINEAR_ADDMM || fold) { /* torch: addmm(bias, input, weight.t()), a contiguous 3-d input folded */
         int64_t s2[2] = {x->ndim == 3 ? x->sizes[0] * x->sizes[1] : 0, x->sizes[x->ndim - 1]};
         TensorImpl *x2 = NULL;
         if (addmm_dtypes("linear", bias, x, w) == 0) {

@@ -116,6 +116,10 @@ CT_INTERNAL int ew_check_written(const char *op, const TensorImpl *o, TensorImpl
 /* TensorIterator's compute_shape: the inputs' broadcast shape into shape (the
  * output's, which it must equal, when out is given); its ndim, or -1 with torch's
  * message. Errors that torch raises after it (dtypes, kernels) call it first. */
+/* The path torch 1.13's F.linear takes (fwd_linear follows it; autograd names its node):
+ * addmm, addmm of a contiguous 3-d input folded to 2-d, matmul then add_(bias), matmul. */
+enum { LINEAR_ADDMM, LINEAR_FOLDED_ADDMM, LINEAR_MATMUL_ADD, LINEAR_MATMUL };
+CT_INTERNAL int at_linear_path(const TensorImpl *x, const TensorImpl *bias);
 CT_INTERNAL int ew_broadcast(const char *op, TensorImpl *const *in, int nin, const TensorImpl *out, int64_t *shape);
 /* the gradient of gelu (erf form), silu or softplus (s: beta, threshold) at
  * x, times g, in one pass (no history) */

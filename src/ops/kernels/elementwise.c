@@ -535,26 +535,29 @@ static bool can_cast(ct_dtype from, ct_dtype to) {
     return true;
 }
 
-/* The inputs broadcast to dst's shape (else ew_run reports it, before any dtype
- * error: torch checks shapes first). */
+/* The elementwise call of a row's kernel k (NULL: none for the dtype), into a->dst
+ * when given: the inputs broadcast to dst's shape (reported before any dtype error:
+ * torch checks shapes first). */
 static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype result, ct_dtype compute,
                ct_dtype out_compute, ew_kernel k) {
     const char *name = op_info[op].name;
     TensorImpl *o = a->dst;
-    int64_t shape[CT_MAX_DIMS]; /* TensorIterator's order: shapes, the output's cast, the kernel */
-    if (!k || o) {
+    bool bad_cast = o && !can_cast(result, o->dtype);
+    /* integer division in place: into a new tensor first, so that a zero
+     * divisor leaves self as it was */
+    bool may_fault = o && !c10_is_float(compute) &&
+                     (op == OP_div_trunc || op == OP_div_floor || op == OP_remainder || op == OP_fmod);
+    if (!k || bad_cast || may_fault) { /* TensorIterator's order: overlap, shapes, the output's cast, the
+                                        * kernel (ew_run checks the first two on the way to success) */
+        int64_t shape[CT_MAX_DIMS];
         if (o && ew_check_written(name, o, a->t, nin) < 0) return -1;
         if (ew_broadcast(name, a->t, nin, o, shape) < 0) return -1;
     }
-    if (o && !can_cast(result, o->dtype))
+    if (bad_cast)
         return c10_error_int("%s: result type %s can't be cast to the desired output type %s", name,
                              c10_dtype_cname(result), c10_dtype_cname(o->dtype));
     if (!k) return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
     ElementwiseSpec spec = {name, nin, compute, out_compute, result};
-    /* integer division in place: into a new tensor first, so that a zero
-     * divisor leaves self as it was */
-    bool may_fault = a->dst && !c10_is_float(compute) &&
-                     (op == OP_div_trunc || op == OP_div_floor || op == OP_remainder || op == OP_fmod);
     if (may_fault) o = NULL;
     atomic_store_explicit(&int_fault, 0, memory_order_relaxed);
     if (ew_run(&spec, a->t, &o, k, a->s) < 0) return -1;
