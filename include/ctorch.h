@@ -451,7 +451,7 @@ CT_API int ct_scatter_value_(ct_tensor *t, int dim, const ct_tensor *index, doub
 /* t.scatter_add_(dim, index, src), in place. */
 CT_API int ct_scatter_add_(ct_tensor *t, int dim, const ct_tensor *index, const ct_tensor *src);
 /* t[indices[0], ..., indices[n-1]]: int64 index tensors (one dim each), bool masks
- * (as many dims as they have) or NULL for ':' (n <= 5). */
+ * (as many dims as they have) or NULL for ':' (n <= 5); only ':'s give a view, as Python's t[:]. */
 CT_API ct_tensor *ct_index(const ct_tensor *t, const ct_tensor *const *indices, int n);
 /* t.index_put(indices, values, accumulate), out of place (n <= 4). */
 CT_API ct_tensor *ct_index_put(const ct_tensor *t, const ct_tensor *const *indices, int n, const ct_tensor *values,

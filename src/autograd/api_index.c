@@ -227,6 +227,10 @@ ct_tensor *ct_index(const ct_tensor *h, const ct_tensor *const *indices, int n) 
     U(h, t);
     OpArgs a = {.t = {t}, .nt = 1 + n};
     if (!unwrap_indices(indices, n, a.t + 1, OP_MAX_TENSORS - 1, "index")) return NULL;
+    bool any = false;
+    for (int k = 1; k <= n; k++) any |= a.t[k] != NULL;
+    if (n > 0 && !any && n <= t->ndim) /* t[:, ...]: Python's slicing, a view */
+        return ct_slice(h, 0, 0, INT64_MAX, 1);
     return call1(OP_index, &a);
 }
 

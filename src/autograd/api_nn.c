@@ -18,6 +18,16 @@ static bool check_reduction(const char *op, ct_reduction r) {
     return false;
 }
 
+/* torch's check_no_requires_grad: an argument without a derivative formula
+ * (a loss's class weights) may not require grad while grad mode is on */
+static bool no_grad_arg(const TensorImpl *t, const char *arg, const char *fn) {
+    if (!t || !ag_grad_enabled() || !ag_requires_grad(t)) return true;
+    c10_error("The function '%s' is not differentiable with respect to argument '%s'. This input cannot have "
+              "requires_grad True.", fn, arg);
+    return false;
+}
+static const char *nll_name(const TensorImpl *x) { return x->ndim <= 2 ? "nll_loss_forward" : "nll_loss2d_forward"; }
+
 ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
                             ct_reduction reduction, int64_t ignore_index, double label_smoothing) {
     TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w;
@@ -28,6 +38,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
     ct_dtype d = x->dtype;
     bool prob = c10_is_float(x->dtype) && c10_is_float(t->dtype) && x->ndim == t->ndim &&
                 !memcmp(x->sizes, t->sizes, sizeof(int64_t) * (size_t)x->ndim);
+    if (!prob && !no_grad_arg(w, "weight", nll_name(x))) return NULL;
     if (prob) d = c10_promote(c10_promote(d, t->dtype), w && c10_is_float(w->dtype) ? w->dtype : d);
     TensorImpl *xs = ag_to_dtype(x, d), *ts = ag_to_dtype(t, prob ? d : t->dtype), *ws = ag_to_dtype(w, prob ? d : w ? w->dtype : d);
     ct_tensor *r = NULL;
@@ -42,7 +53,8 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
 ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
                        ct_reduction reduction, int64_t ignore_index) {
     TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w;
-    if (!t || !opt(weight, &w) || !check_reduction("nll_loss", reduction)) return NULL;
+    if (!t || !opt(weight, &w) || !check_reduction("nll_loss", reduction) || !no_grad_arg(w, "weight", nll_name(x)))
+        return NULL;
     OpArgs a = {.t = {x, t, w}, .nt = 3, .i = {reduction, ignore_index}, .ni = 2};
     return c10_wrap(ag_call1(OP_nll_loss, &a));
 }
@@ -50,7 +62,9 @@ ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct
 static ct_tensor *pw_loss(int op, const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
                           const ct_tensor *pos_weight, ct_reduction reduction, double beta) {
     TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w, *pw;
-    if (!t || !opt(weight, &w) || !opt(pos_weight, &pw) || !check_reduction(op_info[op].name, reduction)) return NULL;
+    if (!t || !opt(weight, &w) || !opt(pos_weight, &pw) || !check_reduction(op_info[op].name, reduction) ||
+        !no_grad_arg(w, "weight", op_info[op].name) || !no_grad_arg(pw, "pos_weight", op_info[op].name))
+        return NULL;
     OpArgs a = {.t = {x, t, w, pw}, .nt = 4, .i = {reduction}, .ni = 1, .s = {beta}};
     return c10_wrap(ag_call1(op, &a));
 }

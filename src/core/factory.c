@@ -205,8 +205,11 @@ ct_tensor *ct_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
 }
 
 ct_tensor *ct_randperm(int64_t n, ct_dtype dtype) {
-    if (n < 0) return c10_error("randperm: n must be non-negative, got %lld", (long long)n);
+    if (n < 0) /* torch 1.13 checks the size first */
+        return c10_error("randperm: Trying to create tensor with negative dimension %lld: [%lld]", (long long)n,
+                         (long long)n);
     if (dtype == CT_BOOL) return c10_error("\"randperm\" not implemented for 'Bool'");
+    if (dtype == CT_FLOAT16 && n > 65504) return c10_error("randperm: value cannot be converted to type at::Half without overflow");
     if (dtype == CT_FLOAT16 && n > 2049) return c10_error("randperm: n cannot be greater than 2049 for Half type.");
     if (c10_dtype_valid((int)dtype) && c10_is_integral(dtype, false) && n > 0 &&
         c10_check_value_fits((double)(n - 1), dtype) < 0)

@@ -23,12 +23,10 @@ COLD_CODE void nn_pyfloat(char *out, size_t cap, double v) {
         snprintf(out, cap, "%.*g", p, v);
         if (strtod(out, NULL) == v) break;
     }
-    snprintf(out, cap, "%.*g", p, v);
+    snprintf(out, cap, "%.*e", p - 1, v); /* Python's rule: fixed for exponents in [-4, 16) */
     char *e = strchr(out, 'e');
-    if (e) {
-        int ex = atoi(e + 1);
-        if (ex >= -4 && ex < 16) snprintf(out, cap, "%.*f", p - 1 - ex > 0 ? p - 1 - ex : 0, v), e = NULL;
-    }
+    int ex = e ? atoi(e + 1) : 0;
+    if (ex >= -4 && ex < 16) snprintf(out, cap, "%.*f", p - 1 - ex > 0 ? p - 1 - ex : 0, v), e = NULL;
     if (!e && !strchr(out, '.') && !strchr(out, 'e')) {
         size_t n = strlen(out);
         if (n + 2 < cap) memcpy(out + n, ".0", 3);

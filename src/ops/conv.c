@@ -1066,7 +1066,8 @@ int fwd_convolution(int op, const OpArgs *a, TensorImpl **out) {
     if (conv_check(a->i, a->t[0], a->t[1], b, &g)) return -1;
     int64_t s[4];
     int nd = conv_out_shape(&g, s);
-    return (out[0] = conv_run(0, a->t[0], a->t[1], b, &g, s, nd)) ? 1 : -1;
+    TensorImpl *y = conv_run(0, a->t[0], a->t[1], b, &g, s, nd);
+    return (out[0] = at_format_like(y, (const TensorImpl *[]){a->t[0], a->t[1]}, 2)) ? 1 : -1;
 }
 
 /* Geometry of a backward op from its parameters and the shapes it knows. */
@@ -1442,7 +1443,8 @@ static TensorImpl *max_pool2d_run(const OpArgs *a, bool indices) {
  * rather than one with two outputs: the backward recomputes the indices from
  * the saved input.) */
 int fwd_max_pool2d(int op, const OpArgs *a, TensorImpl **out) {
-    return (out[0] = max_pool2d_run(a, op == OP_max_pool2d_indices)) ? 1 : -1;
+    TensorImpl *y = max_pool2d_run(a, op == OP_max_pool2d_indices);
+    return (out[0] = at_format_like(y, (const TensorImpl *const *)a->t, 1)) ? 1 : -1;
 }
 
 /* Scatter-add of grad [.., Ho, Wo] through indices into zeros of the input's
@@ -1651,7 +1653,8 @@ int fwd_avg_pool2d(int op, const OpArgs *a, TensorImpl **out) {
     if (avg_geo("avg_pool2d", a->t[0], a->i, &p, &div)) return -1;
     int64_t s[4];
     int nd = pool_out_shape(&p, s);
-    return (out[0] = avg_run(false, a->t[0], &p, div, a->i[7] != 0, s, nd)) ? 1 : -1;
+    TensorImpl *y = avg_run(false, a->t[0], &p, div, a->i[7] != 0, s, nd);
+    return (out[0] = at_format_like(y, (const TensorImpl *const *)a->t, 1)) ? 1 : -1;
 }
 
 /* t[0] = grad_output; i: avg_pool2d's 9 parameters, then the input's ndim and sizes */
@@ -1759,10 +1762,8 @@ int fwd_adaptive_avg_pool2d(int op, const OpArgs *a, TensorImpl **out) {
     int64_t s[4];
     memcpy(s, x->sizes, sizeof(int64_t) * (size_t)x->ndim);
     s[x->ndim - 2] = a->i[0], s[x->ndim - 1] = a->i[1];
-    return (out[0] = adaptive_run(false, x, s, x->ndim, x->sizes[x->ndim - 2], x->sizes[x->ndim - 1], a->i[0],
-                                  a->i[1]))
-               ? 1
-               : -1;
+    TensorImpl *y = adaptive_run(false, x, s, x->ndim, x->sizes[x->ndim - 2], x->sizes[x->ndim - 1], a->i[0], a->i[1]);
+    return (out[0] = at_format_like(y, &x, 1)) ? 1 : -1;
 }
 
 /* t[0] = grad_output; i: the input's ndim and sizes */

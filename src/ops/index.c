@@ -1198,7 +1198,7 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
     }
     TensorImpl *o = a->dst ? c10_retain(a->dst) : NULL;
     if (!o) {
-        o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+        o = at_empty_like(self, self->dtype); /* torch's self.clone(preserve_format) */
         if (o && o->device != CT_META && copy_into(o, self) < 0) {
             c10_release(o);
             o = NULL;
@@ -1209,7 +1209,7 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
         return (out[0] = o) ? 1 : -1;
     }
     /* the indices' range checked after the shapes, as torch, and the offsets
-     * made against o: self (in place) or a contiguous clone */
+     * made against o: self (in place) or its clone */
     if (adv_offsets("index_put", &ai, o) < 0) {
         adv_free(&ai);
         c10_release(o);
@@ -1622,6 +1622,21 @@ OMP(omp parallel for if (o->numel > GRAIN))
     return true;
 }
 
+/* pads <= 0: torch's clone (preserve_format) of self's crop */
+static int pad_crop(const TensorImpl *self, const int64_t *p, int np, TensorImpl **out) {
+    TensorImpl *v = c10_alias(self);
+    for (int k = 0; k < np / 2 && v; k++) {
+        int d = self->ndim - 1 - k;
+        TensorImpl *n = c10_narrow(v, d, -p[2 * k], v->sizes[d] + p[2 * k] + p[2 * k + 1]);
+        c10_release(v);
+        v = n;
+    }
+    TensorImpl *o = v ? at_empty_like(v, v->dtype) : NULL;
+    int r = o && o->device != CT_META ? copy_into(o, v) : o ? 0 : -1;
+    c10_release(v);
+    return put_out(r, o, out);
+}
+
 int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0];
@@ -1666,10 +1681,11 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
         int64_t lo = a->i[2 * k], hi = a->i[2 * k + 1];
         empty |= self->sizes[d] - (hi < 0 ? -hi : 0) <= (lo < 0 ? -lo : 0);
     }
-    TensorImpl *o = empty ? c10_full(sizes, self->ndim, a->s[0], self->dtype, self->device)
-                          : c10_empty(sizes, self->ndim, self->dtype, self->device);
+    if (!positive) return pad_crop(self, a->i, np, out);
+    TensorImpl *o = at_empty_format(sizes, self->ndim, self->dtype, self->device, (const TensorImpl *const *)&self, 1);
+    if (o && empty && o->device != CT_META && c10_fill(o, a->s[0]) < 0) c10_release(o), o = NULL;
     if (!o || o->device == CT_META || o->numel == 0 || empty) return (out[0] = o) ? 1 : -1;
-    bool rows = self->is_contiguous && np >= 2 && np <= 4;
+    bool rows = self->is_contiguous && o->is_contiguous && np >= 2 && np <= 4;
     for (int k = 0; k < np; k++) rows &= a->i[k] >= 0;
     if (rows) {
         if (!pad_rows(o, self, a->i, np, a->s[0])) return c10_release(o), c10_error_int("pad: out of memory");

@@ -271,6 +271,47 @@ TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int n
     return c10_empty(sizes, ndim, dtype, device);
 }
 
+/* torch's suggest_memory_format() == channels_last for a 4-d t: its strides
+ * rank C, W, H, N innermost first (c10's is_channels_last_strides_2d: ambiguous
+ * cases, a size-1 C or N11W, stay NCHW) */
+bool at_channels_last(const TensorImpl *t) {
+    if (t->ndim != 4 || t->strides[1] == 0) return false;
+    static const int order[4] = {1, 3, 2, 0};
+    int64_t min = 0;
+    for (int i = 0; i < 4; i++) {
+        int d = order[i];
+        if (t->sizes[d] == 0 || t->strides[d] < min || (d == 0 && min == t->strides[1])) return false;
+        if (__builtin_mul_overflow(t->strides[d], t->sizes[d] > 1 ? t->sizes[d] : 1, &min)) return false;
+    }
+    return true;
+}
+
+/* A new tensor of these sizes, channels-last when ndim is 4 and one of
+ * like[0..n) is (torch's suggest_memory_format for its CNN ops), else contiguous */
+TensorImpl *at_empty_format(const int64_t *z, int ndim, ct_dtype dtype, ct_device device, const TensorImpl *const *like,
+                            int n) {
+    bool cl = false;
+    for (int k = 0; k < n; k++) cl |= like[k] && at_channels_last(like[k]);
+    if (!cl || ndim != 4) return c10_empty(z, ndim, dtype, device);
+    int64_t st[4] = {z[1] * z[3] * z[2], 1, z[1] * z[3], z[1]};
+    return empty_with_strides(z, st, 4, dtype, device);
+}
+
+/* o (a new result) copied channels-last when one of like[0..n) is (see
+ * at_empty_format); o itself otherwise. Takes o's reference. */
+TensorImpl *at_format_like(TensorImpl *o, const TensorImpl *const *like, int n) {
+    if (!o || o->ndim != 4 || at_channels_last(o)) return o;
+    TensorImpl *r = at_empty_format(o->sizes, 4, o->dtype, o->device, like, n);
+    if (r && r->is_contiguous && o->is_contiguous) { /* the same order (size-1 dims): o restrided */
+        memcpy(o->strides, r->strides, sizeof(int64_t) * 4);
+        c10_refresh(o);
+        return c10_release(r), o;
+    }
+    if (r && r->device != CT_META && at_copy_(r, o) < 0) c10_release(r), r = NULL;
+    c10_release(o);
+    return r;
+}
+
 /* torch.empty_like(t, memory_format=preserve_format): t's strides exactly when
  * dense and non-overlapping (its size-1 dims' strides too), else dense in t's dim
  * order (alloc_output with t as the only input) */

@@ -1206,7 +1206,7 @@ fail:
                     }                                                                                      \
                 }                                                                                          \
                 var_out[c] = v / cnt;                                                                      \
-                rs = (T)(1 / sqrt(v / cnt + eps));                                                        \
+                rs = v == 0 && eps == 0 ? 0 : (T)(1 / sqrt(v / cnt + eps)); /* torch's InvStd */          \
                 mean[c] = mu;                                                                              \
                 rstd[c] = rs;                                                                              \
             }                                                                                              \
@@ -1263,12 +1263,16 @@ int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorIm
         return c10_error_int("\"batch_norm\" not implemented for '%s'", c10_dtype_cname(x->dtype));
     if (first && first->dtype != x->dtype) {
         if (!all_float) return c10_error_int("mixed dtype (CPU): expect parameter to have scalar type of Float");
+        if (x->dtype == CT_FLOAT16) return c10_error_int("\"batch_norm\" not implemented for 'Half'");
         if (x->dtype != CT_BFLOAT16)
             return c10_error_int("mixed dtype (CPU): expect input to have scalar type of BFloat16");
     } else if (odd) {
         return c10_error_int("batch_norm: expected scalar type %s but found %s", c10_dtype_cname(x->dtype),
                              c10_dtype_cname(odd->dtype));
     }
+    for (int k = 0; k < 2; k++) /* the kernel's 1-d accessors of the running statistics */
+        if (ts[k] && ts[k]->ndim != 1)
+            return c10_error_int("batch_norm: TensorAccessor expected 1 dims but tensor has %d", ts[k]->ndim);
     return 0;
 }
 
@@ -1355,7 +1359,8 @@ int fwd_batch_norm(int op, const OpArgs *a, TensorImpl **out) {
     free(var);
     c10_release(xc), c10_release(wc), c10_release(bc);
     c10_release(mean), c10_release(rstd);
-    ONE(convert_owned(y, x->dtype));
+    y = convert_owned(y, x->dtype); /* torch: contiguous for a contiguous x (a size-1 C's too), else x's format */
+    ONE(x->is_contiguous ? y : at_format_like(y, &x, 1));
 fail:
     free(var);
     c10_release(xc), c10_release(wc), c10_release(bc);

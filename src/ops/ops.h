@@ -148,6 +148,14 @@ CT_INTERNAL TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype);
 CT_INTERNAL TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, ct_dtype dtype,
                                          ct_device device);
 CT_INTERNAL TensorImpl *at_contiguous(const TensorImpl *t);
+/* torch's suggest_memory_format() == channels_last (4-d t) */
+CT_INTERNAL bool at_channels_last(const TensorImpl *t);
+/* A new tensor, channels-last when ndim is 4 and one of like[0..n) is
+ * (torch's conv / pooling / pad / batch_norm outputs), else contiguous. */
+CT_INTERNAL TensorImpl *at_empty_format(const int64_t *sizes, int ndim, ct_dtype dtype, ct_device device,
+                                        const TensorImpl *const *like, int n);
+/* A new result o copied into that layout; takes o's reference. */
+CT_INTERNAL TensorImpl *at_format_like(TensorImpl *o, const TensorImpl *const *like, int n);
 CT_INTERNAL int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndim, bool *mask);
 
 /* ---- linalg.c's helpers, shared with conv.c ---- */

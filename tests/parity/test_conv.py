@@ -764,3 +764,60 @@ def test_conv_check_order():
                 ct.check(got)
             else:
                 ct.assert_error(got, want, what=f"conv{nd}d {k1} + {k2}: ")
+
+
+
+ct.declare("ct_batch_norm", T, [CT, T, T, CT, CT, c_bool, ctypes.c_double, ctypes.c_double])
+ct.declare("ct_pad", T, [CT, I64P, c_int, ctypes.c_double])
+
+
+@pytest.mark.parametrize("device", [ct.CT_CPU, ct.CT_META])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_channels_last_outputs(dtype, device):
+    """A channels-last input (or conv weight) gives channels-last conv, pooling,
+    pad and batch_norm outputs, as torch's CNN kernels do (suggest_memory_format,
+    with its ambiguous cases: a size-1 C, size-1 H and W); the values are the
+    contiguous computation's; batch_norm keeps an input that is contiguous too
+    (a size-1 C) contiguous. The meta device gives the same strides."""
+    cl, i64, one, zero = torch.channels_last, ct.i64, ct.i64([1, 1]), ct.i64([0, 0])
+
+    def h(t):
+        return ct.check(lib.ct_to_device(ct.from_torch(t), device))
+
+    for shape in [(2, 3, 6, 6), (1, 3, 1, 1), (2, 1, 5, 5), (2, 4, 1, 7), (3, 2, 4, 3), (2, 3, 1, 1), (2, 1, 1, 5)]:
+        x = torch.randn(*shape, dtype=dtype)
+        w = torch.randn(4, shape[1], 3, 3, dtype=dtype)
+        xs = x.to(memory_format=cl)
+        hx = h(xs)
+        cases = [(lambda hx=h(a), hw=h(b): lib.ct_conv2d(hx, hw, None, one, one, one, 1),
+                  Fn.conv2d(a, b, padding=1), "conv2d")
+                 for a, b in [(xs, w), (x, w.to(memory_format=cl)), (x, w)]]
+        cases += [
+            (lambda: lib.ct_max_pool2d(hx, one, one, zero, one, False), Fn.max_pool2d(xs, 1), "max_pool2d"),
+            (lambda: lib.ct_avg_pool2d(hx, one, one, zero, False, True, 0), Fn.avg_pool2d(xs, 1), "avg_pool2d"),
+            (lambda: lib.ct_adaptive_avg_pool2d(hx, i64([2, 3])), Fn.adaptive_avg_pool2d(xs, (2, 3)), "adaptive"),
+            (lambda: lib.ct_batch_norm(hx, None, None, None, None, True, 0.1, 1e-5),
+             Fn.batch_norm(xs, None, None, training=True) if shape[0] * shape[2] * shape[3] > 1 else None, "batch_norm"),
+        ]
+        for pad in ([1, 1, 1, 1], [0, 0, -1, 0], [0, 0], [1, 0], [0, 1, 0, 0, 0, 1]):
+            cases.append((lambda pad=pad: lib.ct_pad(hx, i64(pad), len(pad), 0.0), Fn.pad(xs, pad), f"pad {pad}"))
+        for fn, want, what in cases:
+            if want is None:  # one value per channel: an error in both
+                continue
+            r = ct.check(fn())
+            ct.assert_same_layout(r, want, f"{what} {shape} ")
+            if device == ct.CT_CPU:
+                ct.assert_close(r, want, rtol=1e-4 if dtype == torch.float32 else 1e-10, atol=1e-5,
+                                what=f"{what} {shape} ")
+
+
+def test_pad_crop_keeps_the_layout():
+    """pad by no positive amount is torch's clone of the crop (preserve_format):
+    a permuted input stays permuted; a positive pad gives a contiguous result."""
+    p = torch.randn(3, 4, 5, dtype=torch.float64).permute(2, 0, 1)
+    hp = ct.from_torch(p)
+    for pad in ([0, 0], [-1, 0], [0, -2, -1, 0], [1, 0], [0, 0, 0, 0, 0, -1]):
+        want = Fn.pad(p, pad)
+        r = ct.check(lib.ct_pad(hp, ct.i64(pad), len(pad), 0.0))
+        ct.assert_same_layout(r, want, f"pad {pad} ")
+        ct.assert_close(r, want, what=f"pad {pad} ")

@@ -1442,3 +1442,33 @@ def test_zero_dim_bool_index_as_python():
         hl = ct.leaf(x)
         got = ct.grads_of(ct.check(lib.ct_index(hl, hix(), len(ix))), [hl], g)[0]
         close(got, want, what=what + "grad: ")
+
+
+def test_index_put_out_of_place_keeps_the_layout():
+    """index_put (out of place) is torch's self.clone(preserve_format).index_put_:
+    a transposed or permuted self gives a result with its strides."""
+    for base in [torch.randn(4, 5, dtype=torch.float64).t(), torch.randn(2, 3, 4, dtype=torch.float64).permute(2, 0, 1),
+                 torch.randn(3, 6, dtype=torch.float64)[:, ::2]]:
+        idx = torch.tensor([2, 0])
+        v = torch.tensor(7.0, dtype=torch.float64)
+        for acc in (False, True):
+            want = base.index_put((idx,), v, accumulate=acc)
+            got = ct.check(lib.ct_index_put(h(base), arr([h(idx)]), 1, h(v), acc))
+            ct.assert_same_layout(got, want, f"index_put {tuple(base.shape)} ")
+            ct.assert_close(got, want)
+
+
+def test_index_by_colons_alone_is_a_view():
+    """t[:] and t[:, :] (NULL indices only) are Python's slicing: views sharing
+    t's storage with its strides, as torch's; more of them than dims (a 0-dim
+    tensor's one) are aten's too many indices."""
+    x = torch.randn(3, 4, dtype=torch.float64).t()
+    hx = h(x)
+    for n in (1, 2):
+        got = ct.check(lib.ct_index(hx, arr([None] * n), n))
+        ct.assert_same_layout(got, x[(slice(None),) * n])
+        assert ct.shares_storage(got, hx)
+    msg = ct.torch_message(ct.torch_error(lambda: torch.ops.aten.index(torch.tensor(1.0), [None])))
+    ct.assert_error(lib.ct_index(h(torch.tensor(1.0)), arr([None]), 1), msg)
+    msg = ct.torch_message(ct.torch_error(lambda: x[:, :, :]))
+    ct.assert_error(lib.ct_index(hx, arr([None] * 3), 3), msg)

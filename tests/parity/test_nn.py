@@ -616,3 +616,16 @@ def test_batch_norm_module_without_statistics_or_weight_takes_any_channels():
                 ct.assert_error(h, ct.torch_message(e.value))
         finally:
             lib.ct_module_free(m)
+
+
+def test_repr_floats_as_python_prints_them():
+    """Module reprs print floats as Python's repr: the shortest digits that read
+    back, fixed for exponents in [-4, 16), else with an exponent (17-digit
+    values at 1e16 and above too)."""
+    for eps in [1e-5, 0.1, 1.0, 1e16, 1e17, 3.6618447584186056e16, 1.2345678901234567e16, 9999999999999998.0,
+                0.0001, 1.5e-05, 123456.789, 1e300, 5e-324]:
+        m = lib.ct_nn_batch_norm1d(3, eps, 0.1, True, True)
+        try:
+            assert module_repr(m) == repr(torch.nn.BatchNorm1d(3, eps=eps))
+        finally:
+            lib.ct_module_free(m)

@@ -423,15 +423,13 @@ def test_class_loss_check_order():
 
 
 def test_weight_not_differentiable():
+    """A class weight that requires grad is refused at the call, as torch's
+    check_no_requires_grad does (it has no derivative formula)."""
     x = leaf(randn(3, 4))
     w = leaf(torch.rand(4, dtype=F64))
-    ho = ct.check(lib.ct_cross_entropy(x, ct.from_torch(torch.tensor([0, 1, 2])), w, 1, -100, 0.0))
-    outs = (c_void_p * 1)(ho)
-    ins = (c_void_p * 1)(w)
-    res = (c_void_p * 1)()
     ct.clear_error()
-    assert lib.ct_autograd_grad(outs, None, 1, ins, 1, res, True, False, True) == -1
-    assert "the derivative for 'weight' is not implemented." in ct.last_error()
+    assert not lib.ct_cross_entropy(x, ct.from_torch(torch.tensor([0, 1, 2])), w, 1, -100, 0.0)
+    assert "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'." in ct.last_error()
 
 
 # ------------------------------------------------------------------ pointwise losses
@@ -1176,3 +1174,53 @@ def test_class_weight_of_any_shape_on_the_2d_path():
                     continue
                 check_fn(lambda hx, hw: cfn(hx, hw), lambda tx, tw: tfn(tx, t, weight=tw), [x, w], [0], what,
                          second=False)
+
+
+def test_loss_weights_that_require_grad_are_refused():
+    """Class weights have no derivative formula in torch: while grad mode is on,
+    a weight (or pos_weight) that requires grad is refused in torch's words,
+    naming nll_loss2d_forward for K-d inputs; class probabilities take it."""
+    x = torch.randn(3, 4, dtype=torch.float64)
+    w = torch.rand(4, dtype=torch.float64)
+    hw = ct.leaf(w)
+    t = torch.tensor([0, 1, 2])
+    x4, t4 = torch.randn(2, 4, 3, 3, dtype=torch.float64), torch.zeros(2, 3, 3, dtype=torch.long)
+    wr = w.clone().requires_grad_()
+    cases = [
+        (lambda: lib.ct_nll_loss(ct.from_torch(x), ct.from_torch(t), hw, 1, -100), lambda: Fn.nll_loss(x, t, wr)),
+        (lambda: lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(t), hw, 1, -100, 0.1),
+         lambda: Fn.cross_entropy(x, t, wr, label_smoothing=0.1)),
+        (lambda: lib.ct_cross_entropy(ct.from_torch(x4), ct.from_torch(t4), hw, 1, -100, 0.0),
+         lambda: Fn.cross_entropy(x4, t4, wr)),
+        (lambda: lib.ct_binary_cross_entropy_with_logits(ct.from_torch(x), ct.from_torch(x.sigmoid()), None, hw, 1),
+         lambda: Fn.binary_cross_entropy_with_logits(x, x.sigmoid(), pos_weight=wr)),
+        (lambda: lib.ct_binary_cross_entropy(ct.from_torch(x.sigmoid()), ct.from_torch(x.sigmoid()), hw, 1),
+         lambda: Fn.binary_cross_entropy(x.sigmoid(), x.sigmoid(), wr)),
+    ]
+    for cfn, tfn in cases:
+        ct.assert_error(cfn(), ct.torch_message(ct.torch_error(tfn)))
+    p = torch.rand(3, 4, dtype=torch.float64)  # probabilities: differentiable in the weight
+    got = ct.check(lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(p), hw, 1, -100, 0.0))
+    ct.assert_close(got, Fn.cross_entropy(x, p, w))
+
+
+def test_batch_norm_zero_variance_without_eps_and_statistics_ranks():
+    """Training with eps 0 on a constant channel: torch's invstd is 0 there (not
+    1/0), so the output is 0 (the bias); running statistics must be 1-d; a
+    float16 input with float32 parameters has no kernel in torch."""
+    for shape in [(4, 3), (2, 3, 2, 2)]:
+        x = torch.ones(*shape, dtype=torch.float64)
+        x[:, 1] = torch.arange(x[:, 1].numel(), dtype=torch.float64).reshape(x[:, 1].shape)
+        b = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+        want = Fn.batch_norm(x, None, None, None, b, True, 0.1, 0.0)
+        got = ct.check(lib.ct_batch_norm(ct.from_torch(x), None, None, None, ct.from_torch(b), True, 0.1, 0.0))
+        ct.assert_close(got, want, rtol=1e-12, atol=1e-12)
+    x = torch.randn(4, 3)
+    for rm, rv in [(torch.zeros(1, 3), torch.ones(3)), (torch.zeros(3), torch.ones(1, 3))]:
+        msg = ct.torch_message(ct.torch_error(lambda: Fn.batch_norm(x, rm, rv, training=False)))
+        ct.assert_error(lib.ct_batch_norm(ct.from_torch(x), ct.from_torch(rm), ct.from_torch(rv), None, None, False,
+                                          0.1, 1e-5), msg)
+    xh = x.half()
+    msg = ct.torch_message(ct.torch_error(lambda: Fn.batch_norm(xh, torch.zeros(3), torch.ones(3), training=False)))
+    ct.assert_error(lib.ct_batch_norm(ct.from_torch(xh), ct.from_torch(torch.zeros(3)), ct.from_torch(torch.ones(3)),
+                                      None, None, False, 0.1, 1e-5), msg)

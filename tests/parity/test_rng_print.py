@@ -348,3 +348,12 @@ def test_inplace_fill_of_overlapping_tensor_is_an_error():
         h = ct.check(lib.ct_expand(ct.from_torch(torch.zeros(3, 1)), i64((3, 4)), 2))
         assert getattr(ct.lib, name)(h, *args) == -1
         assert "more than one element of the written-to tensor refers to a single memory location" in ct.last_error()
+
+
+@requires("ct_randperm")
+def test_randperm_errors():
+    """randperm's checks in torch 1.13's order and words: the size first, then
+    float16's overflow above 65504 before its 2049 limit."""
+    for n, dt in [(-1, torch.int64), (-5, torch.float16), (70000, torch.float16), (3000, torch.float16)]:
+        msg = ct.torch_message(ct.torch_error(lambda: torch.randperm(n, dtype=dt)))
+        ct.assert_error(lib.ct_randperm(n, ctd(dt)), msg)
