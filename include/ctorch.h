@@ -841,7 +841,10 @@ CT_API void ct_optimizer_free(ct_optimizer *opt);
  * square_avg, grad_avg) and "param_groups.<g>.lr" metadata; copies, owned by the dict. */
 CT_API ct_state_dict *ct_optimizer_state_dict(const ct_optimizer *opt);
 CT_API int ct_optimizer_load_state_dict(ct_optimizer *opt, const ct_state_dict *sd);
-/* Learning-rate schedulers: torch.optim.lr_scheduler's StepLR and CosineAnnealingLR. */
+/* Learning-rate schedulers: torch.optim.lr_scheduler's StepLR and CosineAnnealingLR.
+ * Their base rates are the groups' initial_lr, which the optimizer's first scheduler sets
+ * to the rates of its construction (saved in the state dict); get_last_lr gives the rate
+ * this scheduler set at its last step, as torch's. */
 typedef struct ct_lr_scheduler ct_lr_scheduler;
 CT_API ct_lr_scheduler *ct_lr_step(ct_optimizer *opt, int step_size, double gamma);
 CT_API ct_lr_scheduler *ct_lr_cosine_annealing(ct_optimizer *opt, int T_max, double eta_min);

@@ -273,6 +273,7 @@ static TensorImpl *var_backward(BackwardCtx *c, TensorImpl *g, const bool *mask,
     a.ni = 2 + n;
     TensorImpl *mean = n ? F(ag_call1(OP_mean_dims, &a)) : SELF;
     double div = (double)reduced_count(m, mask) - c->args->s[0];
+    if (ndim == 0 && div == 0) return MULS(g, INFINITY); /* torch's 2 / 0 without the 0 of self - mean */
     return MUL(MULS(g, 2.0 / div), SUB(SELF, mean));
 }
 

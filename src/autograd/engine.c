@@ -255,6 +255,26 @@ out:
 /* AccumulateGrad: leaf hooks, then .grad = grad or .grad += grad. Takes over
  * the input buffer's reference (*slot), so that a gradient nobody else holds
  * becomes .grad without a copy, as PyTorch steals it. */
+/* The first gradient of a leaf under create_graph: torch's
+ * clone_obey_contract, recorded, so that the leaf's .grad is its own tensor
+ * (never the caller's gradient or an expand) and differentiable: a copy_ into
+ * the leaf's layout (CopyBackwards), or a contiguous clone (CloneBackward0)
+ * when the leaf is not dense. Takes grad's reference. */
+static int accumulate_recorded(const TensorImpl *leaf, AutogradMeta *m, TensorImpl *grad) {
+    TensorImpl *c = at_empty_strided(leaf->sizes, leaf->strides, leaf->ndim, leaf->dtype, leaf->device);
+    OpArgs a = {.t = {c, grad}, .nt = 2};
+    int r = c ? ag_call_inplace(OP_copy_, &a) : -1;
+    c10_release(grad);
+    if (r < 0) {
+        c10_release(c);
+        return -1;
+    }
+    if (memcmp(c->strides, leaf->strides, sizeof(int64_t) * (size_t)leaf->ndim))
+        ag_name_node(c, OP_copy_, "CloneBackward0");
+    m->grad = c;
+    return 0;
+}
+
 static int apply_accumulate(Node *n, TensorImpl **slot, bool create_graph) {
     TensorImpl *leaf = n->variable;
     AutogradMeta *m = ag_meta(leaf);
@@ -278,7 +298,8 @@ static int apply_accumulate(Node *n, TensorImpl **slot, bool create_graph) {
         bool exclusive = atomic_load(&grad->refcount) == 1 && atomic_load(&grad->storage->refcount) == 1 &&
                          !grad->autograd && grad->ndim == leaf->ndim &&
                          !memcmp(grad->strides, leaf->strides, sizeof(int64_t) * (size_t)leaf->ndim);
-        if (create_graph || exclusive) m->grad = grad;
+        if (create_graph) return accumulate_recorded(leaf, m, grad);
+        if (exclusive) m->grad = grad;
         else {
             m->grad = at_to_dtype(grad, grad->dtype); /* a private copy without history */
             c10_release(grad);

@@ -19,6 +19,7 @@ static const char *const buf_names[4][3] = {
 
 typedef struct Group {
     double lr, momentum, dampening, weight_decay, beta1, beta2, eps, alpha;
+    double initial_lr; /* torch's group['initial_lr']: NaN until a scheduler sets it */
     bool nesterov, amsgrad, centered;
 } Group;
 
@@ -43,7 +44,7 @@ static int add_params(ct_optimizer *o, ct_tensor *const *params, int n, int grou
     PState *ps = realloc(o->ps, (size_t)(o->np + n + 1) * sizeof *ps);
     if (!ps) return c10_error_int("optimizer: out of memory");
     o->ps = ps;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { /* torch's checks of each tensor first, then the duplicates */
         ct_tensor *p = params[i];
         if (!c10_unwrap(p)) return -1;
         ct_dtype dt = ct_dtype_of(p);
@@ -51,6 +52,13 @@ static int add_params(ct_optimizer *o, ct_tensor *const *params, int n, int grou
             return c10_error_int("%s: parameters must be float32 or float64 tensors, got %s", kind_name[o->kind],
                                  ct_dtype_name(dt));
         if (!ct_is_leaf(p)) return c10_error_int("can't optimize a non-leaf Tensor");
+    }
+    for (int i = 0; i < n; i++) /* torch 1.13 warns of these and then updates such a tensor twice a step */
+        for (int j = 0; j < i; j++)
+            if (c10_unwrap(params[j]) == c10_unwrap(params[i]))
+                return c10_error_int("optimizer contains a parameter group with duplicate parameters");
+    for (int i = 0; i < n; i++) {
+        ct_tensor *p = params[i];
         for (int j = 0; j < o->np; j++)
             if (c10_unwrap(o->ps[j].p) == c10_unwrap(p))
                 return c10_error_int("some parameters appear in more than one parameter group");
@@ -92,6 +100,7 @@ static ct_optimizer *make(int kind, ct_tensor *const *params, int n, Group g) {
     }
     o->kind = kind;
     o->g[0] = g;
+    o->g[0].initial_lr = NAN;
     o->ng = 1;
     if (add_params(o, params, n, 0) < 0) {
         ct_optimizer_free(o);
@@ -137,6 +146,7 @@ int ct_optimizer_add_param_group(ct_optimizer *o, ct_tensor *const *params, int 
         return -1;
     }
     o->g[o->ng] = o->g[0];
+    o->g[o->ng].initial_lr = NAN;
     o->g[o->ng++].lr = lr;
     return 0;
 }
@@ -156,6 +166,11 @@ int ct_optimizer_num_groups(const ct_optimizer *o) { return o ? o->ng : c10_erro
 double ct_optimizer_get_lr(const ct_optimizer *o, int group) {
     if (!o || group < 0 || group >= o->ng) return c10_error_int("get_lr: no parameter group %d", group), NAN;
     return o->g[group].lr;
+}
+double optim_initial_lr(ct_optimizer *o, int group) {
+    Group *G = &o->g[group];
+    if (isnan(G->initial_lr)) G->initial_lr = G->lr; /* group.setdefault('initial_lr', group['lr']) */
+    return G->initial_lr;
 }
 int ct_optimizer_set_lr(ct_optimizer *o, int group, double lr) {
     if (!o || group < 0 || group >= o->ng) return c10_error_int("set_lr: no parameter group %d", group);
@@ -368,6 +383,11 @@ ct_state_dict *ct_optimizer_state_dict(const ct_optimizer *o) {
         snprintf(name, sizeof name, "param_groups.%d.num_params", g);
         snprintf(val, sizeof val, "%d", count);
         if (rc == 0) rc = ct_state_dict_set_metadata(sd, name, val);
+        if (!isnan(G->initial_lr) && rc == 0) {
+            snprintf(name, sizeof name, "param_groups.%d.initial_lr", g);
+            snprintf(val, sizeof val, "%.17g", G->initial_lr);
+            rc = ct_state_dict_set_metadata(sd, name, val);
+        }
     }
     if (rc < 0) {
         ct_state_dict_free(sd);
@@ -410,9 +430,11 @@ int ct_optimizer_load_state_dict(ct_optimizer *o, const ct_state_dict *sd) {
     int rc = 0;
     for (int g = 0; g < o->ng; g++) {
         Group *G = &o->g[g];
-        double *f[] = {&G->lr, &G->momentum, &G->dampening, &G->weight_decay, &G->beta1, &G->beta2, &G->eps, &G->alpha};
-        static const char *const keys[] = {"lr", "momentum", "dampening", "weight_decay", "beta1", "beta2", "eps", "alpha"};
-        for (int k = 0; k < 8; k++) {
+        double *f[] = {&G->lr,    &G->momentum, &G->dampening, &G->weight_decay, &G->beta1,
+                       &G->beta2, &G->eps,      &G->alpha,     &G->initial_lr};
+        static const char *const keys[] = {"lr",    "momentum", "dampening", "weight_decay", "beta1",
+                                           "beta2", "eps",      "alpha",     "initial_lr"};
+        for (int k = 0; k < 9; k++) {
             snprintf(name, sizeof name, "param_groups.%d.%s", g, keys[k]);
             const char *v = ct_state_dict_metadata(sd, name);
             if (v) *f[k] = strtod(v, NULL);

@@ -1,6 +1,8 @@
 /* sched.c: torch.optim.lr_scheduler's StepLR and CosineAnnealingLR, with
  * torch's own (recursive) formulas so that the learning rates match step for
- * step. Creating a scheduler counts as its first step (last_epoch 0). */
+ * step. Creating a scheduler counts as its first step (last_epoch 0), which
+ * leaves the rates as they are; the base rates are the groups' initial_lr,
+ * set by the first scheduler of the optimizer, as torch's. */
 #include "nn/nn.h"
 
 enum { S_STEP, S_COSINE };
@@ -9,21 +11,22 @@ struct ct_lr_scheduler {
     ct_optimizer *opt;
     int kind, step_size, T_max, last_epoch, ng;
     double gamma, eta_min;
-    double *base;
+    double *base, *last; /* per group: torch's base_lrs (the groups' initial_lr) and _last_lr */
 };
 
 static ct_lr_scheduler *make(ct_optimizer *o, int kind) {
     if (!o) return c10_error("lr_scheduler: optimizer is NULL");
     ct_lr_scheduler *s = calloc(1, sizeof *s);
     int ng = ct_optimizer_num_groups(o);
-    if (!s || !(s->base = malloc((size_t)ng * sizeof *s->base))) {
+    if (!s || !(s->base = malloc((size_t)(2 * ng) * sizeof *s->base))) {
         free(s);
         return c10_error("lr_scheduler: out of memory");
     }
     s->opt = o;
     s->kind = kind;
     s->ng = ng;
-    for (int g = 0; g < ng; g++) s->base[g] = ct_optimizer_get_lr(o, g);
+    s->last = s->base + ng;
+    for (int g = 0; g < ng; g++) s->base[g] = optim_initial_lr(o, g), s->last[g] = ct_optimizer_get_lr(o, g);
     return s;
 }
 
@@ -56,20 +59,21 @@ int ct_lr_scheduler_step(ct_lr_scheduler *s) {
             if (e != 0 && e % s->step_size == 0) nl = lr * s->gamma;
         } else {
             double T = s->T_max, em = s->eta_min;
-            if (e == 0) nl = base;
-            else if ((e - 1 - s->T_max) % (2 * s->T_max) == 0)
+            if ((e - 1 - s->T_max) % (2 * s->T_max) == 0)
                 nl = lr + (base - em) * (1 - cos(M_PI / T)) / 2;
             else
                 nl = (1 + cos(M_PI * e / T)) / (1 + cos(M_PI * (e - 1) / T)) * (lr - em) + em;
         }
         if (ct_optimizer_set_lr(s->opt, g, nl) < 0) return -1;
+        s->last[g] = nl;
     }
     return 0;
 }
 
 double ct_lr_scheduler_get_last_lr(const ct_lr_scheduler *s, int group) {
     if (!s) return c10_error_int("get_last_lr: scheduler is NULL"), NAN;
-    return ct_optimizer_get_lr(s->opt, group);
+    if (group < 0 || group >= s->ng) return c10_error_int("get_last_lr: no parameter group %d", group), NAN;
+    return s->last[group];
 }
 
 void ct_lr_scheduler_free(ct_lr_scheduler *s) {

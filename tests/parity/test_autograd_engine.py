@@ -199,6 +199,42 @@ def test_retained_grad_under_create_graph_has_history():
     assert lib.ct_set_grad(hy, None) == 0 and lib.ct_set_grad(hx, None) == 0
 
 
+@pytest.mark.parametrize("case", ["explicit", "expanded", "transposed_leaf"])
+def test_first_grad_under_create_graph_is_the_leafs_own_copy(case):
+    """torch's AccumulateGrad under create_graph stores clone_obey_contract(grad):
+    a recorded copy in the leaf's layout, never the caller's gradient or an expand;
+    a later backward accumulates into it without touching the caller's tensor"""
+    x = rand((4, 3), 7).t() if case == "transposed_leaf" else rand((3, 4), 7)
+    tx, tb = x.clone().detach().requires_grad_(), rand(x.shape, 8).requires_grad_()
+    if case == "transposed_leaf":
+        tx = x.detach().clone(memory_format=torch.preserve_format).requires_grad_()
+        assert tx.stride() == (1, 3)
+    g = torch.ones(x.shape, dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if case == "expanded":
+            tx.sum().backward(create_graph=True)
+        else:
+            (tx + tb).backward(g, create_graph=True)
+    first_name = tname(tx.grad)
+    (tx * 3).sum().backward()
+    hx = ct.from_torch(tx.detach())
+    assert lib.ct_set_requires_grad(hx, True) == 0
+    hb, hg = leaf(tb.detach()), ct.from_torch(g)
+    if case == "expanded":
+        assert lib.ct_backward_ex(ct.check(lib.ct_sum(hx)), None, False, True) == 0, ct.last_error()
+    else:
+        assert lib.ct_backward_ex(ct.check(lib.ct_add(hx, hb)), hg, False, True) == 0, ct.last_error()
+    gx = grad(hx)
+    assert name(gx) == first_name
+    ct.assert_same_layout(gx, tx.grad)
+    assert lib.ct_backward(ct.check(lib.ct_sum(ct.check(lib.ct_mul_scalar(hx, 3.0)))), None) == 0, ct.last_error()
+    ct.assert_close(grad(hx), tx.grad.detach(), rtol=0, atol=0)
+    ct.assert_close(hg, g, rtol=0, atol=0)
+    if case != "expanded":
+        ct.assert_close(grad(hb), tb.grad.detach(), rtol=0, atol=0)
+
+
 # ------------------------------------------------------- what pow_ saves
 @pytest.mark.parametrize("exponent", [2.0, 1.7, 3.0, 0.5, -1.0, 1.0, 0.0])
 def test_inplace_pow_scalar_then_another_inplace_op(exponent):

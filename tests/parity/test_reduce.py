@@ -487,6 +487,20 @@ def test_grads_list_ops():
                                    second=p != float("inf"), what=f"norm {p} " + w)
 
 
+def test_grads_var_of_a_scalar():
+    """torch 1.13's var_backward of a 0-dim tensor with as many elements as the
+    correction is inf * grad (2 / 0, without the 0 of self - mean); std's is NaN."""
+    x = torch.tensor(3.0, dtype=F64)
+    for dims in ((), (0,)):
+        for k in (False, True):
+            for corr in (0.0, 1.0, 2.0):
+                td = tdims(dims, x)
+                check_grad(L("ct_var", dims, k, corr), lambda t: t.var(td, correction=int(corr), keepdim=k), x,
+                           second=False, what=f"var0 {dims} {k} {corr}")
+                check_grad(L("ct_std", dims, k, corr), lambda t: t.std(td, correction=int(corr), keepdim=k), x,
+                           second=False, what=f"std0 {dims} {k} {corr}")
+
+
 def test_grads_ties_and_zeros():
     x = torch.tensor([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 2.0], [0.0, 5.0, -5.0, 1.0]], dtype=F64)
     check_grad(lambda h: ct.check(lib.ct_max(h)), torch.max, x, what="max ties")
