@@ -591,7 +591,8 @@ CT_API int ct_ctx_save_for_backward(ct_ctx *ctx, const ct_tensor *const *tensors
 /* The i-th saved tensor (new handle; NULL for a saved NULL, or NULL + error if freed or modified in place). */
 CT_API ct_tensor *ct_ctx_saved(ct_ctx *ctx, int i);
 CT_API int ct_ctx_num_saved(const ct_ctx *ctx); /* number of tensors saved for backward */
-/* ctx.needs_input_grad[i]: in backward, whether input i's gradient is wanted by this pass. */
+/* ctx.needs_input_grad[i]: whether input i required grad when the function was applied
+ * (torch's, fixed then: in forward and in every backward pass). */
 CT_API bool ct_ctx_needs_input_grad(const ct_ctx *ctx, int i);
 /* Attach user data to ctx; free_fn (may be NULL) runs when the graph is freed. */
 CT_API void ct_ctx_set_data(ct_ctx *ctx, void *data, void (*free_fn)(void *data));

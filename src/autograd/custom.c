@@ -106,11 +106,7 @@ ct_tensor *ct_ctx_saved(ct_ctx *ctx, int i) {
 bool ct_ctx_needs_input_grad(const ct_ctx *ctx, int i) {
     CustomFn *f = ctx_of(ctx);
     if (!f || i < 0 || i >= f->n) return false;
-    if (f->in_backward && f->node) { /* what this backward pass asks for */
-        Node *next = f->node->next[i].fn;
-        return next && next->needed;
-    }
-    return f->needs[i];
+    return f->needs[i]; /* fixed at apply, as torch's (a pass that wants fewer drops the rest) */
 }
 
 void ct_ctx_set_data(ct_ctx *ctx, void *data, void (*free_fn)(void *)) {

@@ -539,6 +539,23 @@ def test_custom_two_outputs_matches_torch(which):
             assert lib.ct_grad(h) is None
 
 
+def test_custom_needs_input_grad_is_fixed_at_apply():
+    """torch's ctx.needs_input_grad is the inputs' requires_grad at apply, whatever a
+    backward pass asks for (autograd.grad of one input still sees both)"""
+    a, b = rand((2, 3), 33).requires_grad_(), rand((3,), 34).requires_grad_()
+    ya, yb = TwoT.apply(a, b)
+    (gb,) = torch.autograd.grad((ya.sum() + yb.sum()), [b])
+    ah, bh = leaf(a), leaf(b)
+    out = (c_void_p * 2)()
+    ct.check_int(lib.ct_function_apply(ctypes.byref(TWO), arr(ah, bh), 2, out, 2))
+    loss = lib.ct_add(lib.ct_sum(out[0]), lib.ct_sum(out[1]))
+    res = (c_void_p * 1)()
+    ct.check_int(lib.ct_autograd_grad((c_void_p * 1)(loss), None, 1, (c_void_p * 1)(bh), 1, res,
+                                      False, False, False))
+    assert seen_ct[-1] == seen[-1] == (True, True)
+    ct.assert_close(res[0], gb, rtol=1e-12, atol=1e-12)
+
+
 def test_view_history_after_inplace_on_base():
     """a view whose base (or another view of it) was written in place takes its
     history anew from its base's, as torch regenerates a view's grad_fn"""

@@ -177,52 +177,53 @@ def test_cosine_annealing(owned, T_max, eta_min):
         assert lib.ct_optimizer_get_lr(o, 0) == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12, abs=1e-15)
 
 
+def sgd_with(owned, lr):
+    """a torch SGD and a ctorch one over a zero parameter"""
+    topt = torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=lr)
+    (h,) = leaves([torch.zeros(2)])
+    o = lib.ct_optim_sgd(arr([h]), 1, lr, 0, 0, 0, False)
+    owned.append((lib.ct_optimizer_free, o))
+    return topt, o
+
+
+def owned_sched(owned, s):
+    owned.append((lib.ct_lr_scheduler_free, s))
+    return s
+
+
+def step_schedulers(topt, o, pairs, n):
+    """n epochs of the (torch scheduler, ctorch scheduler) pairs, compared each step"""
+    for _ in range(n):
+        topt.step()
+        for ts, s in pairs:
+            ts.step()
+            assert lib.ct_lr_scheduler_step(s) == 0
+        assert lib.ct_optimizer_get_lr(o, 0) == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12, abs=1e-15)
+        for ts, s in pairs:
+            assert lib.ct_lr_scheduler_get_last_lr(s, 0) == pytest.approx(ts.get_last_lr()[0], rel=1e-12, abs=1e-15)
+
+
 def test_chained_schedulers_share_the_initial_lr(owned):
     """torch's schedulers take their base rates from group['initial_lr'], which the
     first one sets; get_last_lr is each scheduler's own last rate; the optimizer's
     state dict carries initial_lr to the next optimizer's schedulers"""
-    tp = torch.zeros(2, requires_grad=True)
-    topt = torch.optim.SGD([tp], lr=0.1)
-    tstep = torch.optim.lr_scheduler.StepLR(topt, step_size=1, gamma=0.5)
-    (h,) = leaves([torch.zeros(2)])
-    o = lib.ct_optim_sgd(arr([h]), 1, 0.1, 0, 0, 0, False)
-    owned.append((lib.ct_optimizer_free, o))
-    s1 = lib.ct_lr_step(o, 1, 0.5)
-    owned.append((lib.ct_lr_scheduler_free, s1))
-    for _ in range(2):
-        topt.step()
-        tstep.step()
-        assert lib.ct_lr_scheduler_step(s1) == 0
-    tcos = torch.optim.lr_scheduler.CosineAnnealingLR(topt, T_max=3)
-    s2 = lib.ct_lr_cosine_annealing(o, 3, 0.0)
-    owned.append((lib.ct_lr_scheduler_free, s2))
-    for _ in range(8):
-        topt.step()
-        tstep.step()
-        tcos.step()
-        assert lib.ct_lr_scheduler_step(s1) == 0 and lib.ct_lr_scheduler_step(s2) == 0
-        assert lib.ct_optimizer_get_lr(o, 0) == pytest.approx(topt.param_groups[0]["lr"], rel=1e-12, abs=1e-15)
-        for s, ts in ((s1, tstep), (s2, tcos)):
-            assert lib.ct_lr_scheduler_get_last_lr(s, 0) == pytest.approx(ts.get_last_lr()[0], rel=1e-12, abs=1e-15)
+    topt, o = sgd_with(owned, 0.1)
+    step = (torch.optim.lr_scheduler.StepLR(topt, step_size=1, gamma=0.5),
+            owned_sched(owned, lib.ct_lr_step(o, 1, 0.5)))
+    step_schedulers(topt, o, [step], 2)
+    cos = (torch.optim.lr_scheduler.CosineAnnealingLR(topt, T_max=3),
+           owned_sched(owned, lib.ct_lr_cosine_annealing(o, 3, 0.0)))
+    step_schedulers(topt, o, [step, cos], 8)
+    topt2, o2 = sgd_with(owned, 0.7)
     sd = lib.ct_optimizer_state_dict(o)
     try:
-        (h2,) = leaves([torch.zeros(2)])
-        o2 = lib.ct_optim_sgd(arr([h2]), 1, 0.7, 0, 0, 0, False)
-        owned.append((lib.ct_optimizer_free, o2))
         assert lib.ct_optimizer_load_state_dict(o2, sd) == 0, ct.last_error()
     finally:
         lib.ct_state_dict_free(sd)
-    tp2 = torch.zeros(2, requires_grad=True)
-    topt2 = torch.optim.SGD([tp2], lr=0.7)
     topt2.load_state_dict(topt.state_dict())
-    tcos2 = torch.optim.lr_scheduler.CosineAnnealingLR(topt2, T_max=4)
-    s3 = lib.ct_lr_cosine_annealing(o2, 4, 0.0)
-    owned.append((lib.ct_lr_scheduler_free, s3))
-    for _ in range(6):
-        topt2.step()
-        tcos2.step()
-        assert lib.ct_lr_scheduler_step(s3) == 0
-        assert lib.ct_optimizer_get_lr(o2, 0) == pytest.approx(topt2.param_groups[0]["lr"], rel=1e-12, abs=1e-15)
+    cos2 = (torch.optim.lr_scheduler.CosineAnnealingLR(topt2, T_max=4),
+            owned_sched(owned, lib.ct_lr_cosine_annealing(o2, 4, 0.0)))
+    step_schedulers(topt2, o2, [cos2], 6)
 
 
 def test_parameter_checks_in_torchs_order(owned):
