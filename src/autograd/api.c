@@ -319,9 +319,9 @@ COLD_CODE ct_tensor *ct_flatten(const ct_tensor *h, int start_dim, int end_dim) 
 COLD_CODE ct_tensor *ct_unflatten(const ct_tensor *h, int dim, const int64_t *sizes, int n) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return NULL;
-    if (t->ndim == 0) return c10_error("unflatten: Dimension specified as %d but tensor has no dimensions", dim);
-    int d = c10_wrap_dim(dim, t->ndim);
+    int d = c10_wrap_dim(dim, t->ndim); /* a 0-dim tensor: in [-1, 0] first, as torch's */
     if (d < 0) return NULL;
+    if (t->ndim == 0) return c10_error("unflatten: Dimension specified as 0 but tensor has no dimensions");
     if (n <= 0 || !sizes) return c10_error("unflatten: sizes must be non-empty");
     if (n > CT_MAX_DIMS || t->ndim - 1 + n > CT_MAX_DIMS) return c10_error("unflatten: too many dimensions");
     int64_t shape[CT_MAX_DIMS], part[CT_MAX_DIMS];
@@ -433,9 +433,9 @@ int ct_unbind(const ct_tensor *h, int dim, ct_tensor **out, int cap) {
     TensorImpl *t = c10_unwrap(h);
     if (!t) return -1;
     if (!out) return c10_error_int("invalid argument: out is NULL");
-    if (t->ndim == 0) return c10_error_int("Dimension specified as 0 but tensor has no dimensions");
-    int d = c10_wrap_dim(dim, t->ndim);
+    int d = c10_wrap_dim(dim, t->ndim); /* a 0-dim tensor: in [-1, 0] first, as torch's */
     if (d < 0) return -1;
+    if (t->ndim == 0) return c10_error_int("unbind: Dimension specified as 0 but tensor has no dimensions");
     int64_t n = t->sizes[d];
     if (n > cap) return c10_error_int("unbind: out holds %d tensors but %lld are needed", cap, (long long)n);
     for (int64_t i = 0; i < n; i++)

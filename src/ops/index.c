@@ -248,13 +248,10 @@ int fwd_index_select(int op, const OpArgs *a, TensorImpl **out) {
     if (self->ndim) sizes[dim] = n;
     else if (n != 1) return c10_error_int("index_select(): Index to scalar can have only 1 value, got %lld value(s)",
                                           (long long)n);
+    bool multi = self->ndim > 1 && n > 0; /* torch's checks by path: */
+    if (multi && size == 0) return c10_error_int("index_select(): self indexing axis dim should be positive");
     TensorImpl *o = c10_empty(sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
-    bool multi = self->ndim > 1 && n > 0; /* torch's checks by path: */
-    if (multi && size == 0) {
-        c10_release(o);
-        return c10_error_int("index_select(): self indexing axis dim should be positive");
-    }
     TensorImpl *idx = as_long(index), *src = idx ? at_contiguous(self) : NULL;
     int r = -1;
     if (src && check_range("index_select", ldata(idx), n, size, multi && (dim == 1 || !self->numel)) == 0) {
@@ -1262,7 +1259,9 @@ int fwd_masked_select(int op, const OpArgs *a, TensorImpl **out) {
     if (nd < 0) return prefix_error("masked_select");
     if (self->device == CT_META)
         return c10_error_int("masked_select: the output shape depends on the data: not supported on the meta device");
-    if (mask->dtype == CT_UINT8) { /* a byte mask holds 0 and 1 only, as torch checks */
+    int64_t total = 1;
+    for (int k = 0; k < nd; k++) total *= shape[k];
+    if (mask->dtype == CT_UINT8 && total) { /* a byte mask holds 0 and 1 only, as torch checks (where it reads) */
         TensorImpl *mb = at_contiguous(mask);
         if (!mb) return -1;
         const uint8_t *b = (const uint8_t *)c10_data(mb);
@@ -1378,12 +1377,12 @@ int fwd_take(int op, const OpArgs *a, TensorImpl **out) {
     if (!same_device("take", self, index)) return -1;
     if (index->dtype != CT_INT64)
         return c10_error_int("take(): Expected a long tensor for index, but got %s", c10_dtype_cname(index->dtype));
+    if (index->numel && !self->numel) return c10_error_int("take: take(): tried to take from an empty tensor");
     TensorImpl *o = c10_empty(index->sizes, index->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
     TensorImpl *idx = as_long(index), *sc = idx ? at_contiguous(self) : NULL;
     int r = sc ? 0 : -1;
     int64_t numel = self->numel, n = o->numel;
-    if (r == 0 && numel == 0) r = c10_error_int("take: take(): tried to take from an empty tensor");
     const int64_t *ip = idx ? ldata(idx) : NULL;
     for (int64_t k = 0; r == 0 && k < n; k++)
         if (ip[k] < -numel || ip[k] >= numel)
@@ -2288,7 +2287,7 @@ static int ew(const char *name, int nin, TensorImpl *const *in, ct_dtype result,
     ct_dtype compute = c10_opmath(result);
     ew_kernel k = kt[compute];
     if (!k) return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(result));
-    ElementwiseSpec spec = {name, nin, compute, compute, result};
+    ElementwiseSpec spec = {name, nin, compute, compute, result, kt == k_where}; /* where reads its condition as is */
     TensorImpl *o = dst;
     if (ew_run(&spec, in, &o, k, s) < 0) return -1;
     out[0] = dst ? c10_retain(o) : o;

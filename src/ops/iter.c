@@ -224,12 +224,12 @@ static TensorImpl *empty_with_strides(const int64_t *shape, const int64_t *strid
  * contiguous in that order. Inputs count as the op's conversions leave them
  * (seen_strides). */
 static TensorImpl *alloc_output(TensorImpl *const *in, int nin, const int64_t *shape, int ndim, ct_dtype dtype,
-                                ct_dtype compute, ct_device device) {
+                                ct_dtype compute, unsigned own_dtype, ct_device device) {
     if (ndim < 2) return c10_empty(shape, ndim, dtype, device);
     int64_t seen[MAXOPS][CT_MAX_DIMS], st[MAXOPS][CT_MAX_DIMS];
     bool same_shape = true, contiguous = true, same_dense = true;
     for (int k = 0; k < nin; k++) {
-        seen_strides(in[k], compute, seen[k]);
+        seen_strides(in[k], own_dtype >> k & 1 ? in[k]->dtype : compute, seen[k]);
         same_shape &= in[k]->ndim == ndim && !memcmp(in[k]->sizes, shape, sizeof(int64_t) * (size_t)ndim);
         if (same_shape) {
             contiguous &= strides_contiguous(shape, seen[k], ndim);
@@ -318,7 +318,7 @@ TensorImpl *at_format_like(TensorImpl *o, const TensorImpl *const *like, int n) 
 TensorImpl *at_empty_like(const TensorImpl *t, ct_dtype dtype) {
     if (t->numel == 0 || dense_non_overlapping(t)) return empty_with_strides(t->sizes, t->strides, t->ndim, dtype, t->device);
     TensorImpl *in[1] = {(TensorImpl *)t};
-    return alloc_output(in, 1, t->sizes, t->ndim, dtype, t->dtype, t->device);
+    return alloc_output(in, 1, t->sizes, t->ndim, dtype, t->dtype, 0, t->device);
 }
 
 /* ---- planning: broadcast strides, reorder, coalesce ---- */
@@ -1022,7 +1022,7 @@ int ew_run(const ElementwiseSpec *spec, TensorImpl *const *in, TensorImpl **out,
     TensorImpl *o = *out;
     if (!o) {
         o = alloc_output(in, spec->ninputs, shape, ndim, spec->result_dtype,
-                         ndim < 2 ? spec->in_dtype : common_dtype(spec, in), device);
+                         ndim < 2 ? spec->in_dtype : common_dtype(spec, in), spec->own_dtype, device);
         if (!o) return -1;
     }
     if (o->device != CT_META && o->numel == 1) {
@@ -1098,7 +1098,7 @@ static bool copy_transposed(TensorImpl *dst, const TensorImpl *src) {
 int at_copy_(TensorImpl *dst, const TensorImpl *src) {
     if (!at_same_device("copy_", dst, src)) return -1;
     double es = (double)c10_elsize[dst->dtype];
-    ElementwiseSpec spec = {"copy_", 1, dst->dtype, dst->dtype, dst->dtype};
+    ElementwiseSpec spec = {"copy_", 1, dst->dtype, dst->dtype, dst->dtype, 0};
     TensorImpl *in[1] = {(TensorImpl *)src}, *o = dst;
     /* copying a tensor onto itself is a no-op, as in PyTorch */
     if (src->storage == dst->storage && src->offset == dst->offset && src->dtype == dst->dtype &&

@@ -820,7 +820,7 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
 static TensorImpl *pw_run(const char *name, const ew_kernel *k, TensorImpl *const *ops, int nops, bool hw, bool hp,
                           double scale, double beta, ct_dtype rd) {
     ct_dtype cd = c10_opmath(rd);
-    ElementwiseSpec spec = {name, nops, cd, cd, rd};
+    ElementwiseSpec spec = {name, nops, cd, cd, rd, 0};
     double s[4] = {scale, hw, hp, beta};
     TensorImpl *o = NULL;
     if (ew_run(&spec, ops, &o, k[cd == CT_FLOAT64], s) < 0) return NULL;

@@ -102,6 +102,8 @@ typedef struct ElementwiseSpec {
     ct_dtype in_dtype;       /* inputs are converted to this */
     ct_dtype out_dtype;      /* the kernel writes this */
     ct_dtype result_dtype;   /* the allocated output's dtype (when out is NULL) */
+    unsigned own_dtype;      /* bit k: input k is read in its own dtype, not converted (where's
+                              * condition): its strides count as they are for the output's layout */
 } ElementwiseSpec;
 
 /* Broadcasts the inputs, allocates the output (when *out is NULL) or checks the

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 import ctorch_ffi as ct  # noqa: E402
 from ctorch_ffi import CT, I64P, INTP, T, TP, i32, i64, lib  # noqa: E402
 
-for _row in [("ct_roll", T, [CT, I64P, c_int, INTP, c_int]), ("ct_unflatten", T, [CT, c_int, I64P, c_int]),
+for _row in [("ct_roll", T, [CT, I64P, c_int, INTP, c_int]), ("ct_unbind", c_int, [CT, c_int, TP, c_int]), ("ct_unflatten", T, [CT, c_int, I64P, c_int]),
              ("ct_topk", c_int, [CT, c_int64, c_int, c_bool, c_bool, TP, TP]),
              ("ct_lerp", T, [CT, CT, CT]), ("ct_lerp_scalar", T, [CT, CT, c_double]),
              ("ct_max_dim", c_int, [CT, c_int, c_bool, TP, TP]), ("ct_max", T, [CT]), ("ct_min", T, [CT]),
@@ -41,6 +41,16 @@ def test_zero_dim_roll_and_unflatten_are_errors():
         assert not fn()
         assert "Dimension specified as 0 but tensor has no dimensions" in ct.last_error()
     ct.assert_close(ct.check(lib.ct_roll(h(x), i64([1]), 1, None, 0)), torch.roll(x, 1))
+
+
+def test_zero_dim_unbind_and_unflatten_wrap_the_dim_first():
+    """a 0-dim tensor's dim is wrapped into [-1, 0] before "no dimensions" is said"""
+    x = torch.tensor(3.5)
+    out = (c_void_p * 4)()
+    for d in (-2, -1, 0, 1, 2):
+        ct.assert_same_outcome(lambda: lib.ct_unflatten(h(x), d, i64([1]), 1), lambda: x.unflatten(d, (1,)),
+                               f"unflatten(0-dim, {d}): ")
+        ct.assert_same_outcome(lambda: lib.ct_unbind(h(x), d, out, 4), lambda: x.unbind(d), f"unbind(0-dim, {d}): ")
 
 
 @pytest.mark.parametrize("k", [0, 1])

@@ -192,6 +192,30 @@ def test_where_three_layouts(dtype):
         ct.assert_close(got, torch.where(cond, x, y), what="where: ")
 
 
+@pytest.mark.parametrize("adt,bdt", [(torch.float32, torch.float32), (torch.float32, torch.int64),
+                                     (torch.int32, torch.float64), (torch.bool, torch.bool)], ids=str)
+def test_where_output_layout_as_torch(adt, bdt):
+    """torch's where runs its condition in its own dtype (self and other are
+    converted by .to() first): the output's layout follows the inputs as they
+    are then, an expanded condition counting as its own strides"""
+    g = torch.Generator().manual_seed(40)
+    conds = [torch.rand(4, generator=g) > 0.5, torch.rand(3, 4, generator=g) > 0.5,
+             (torch.rand(4, 3, generator=g) > 0.5).t(), (torch.rand(3, 1, generator=g) > 0.5)]
+    conds.append(conds[0].expand(3, 4))
+
+    def operands(dt):
+        base = (torch.randn(4, 3, generator=g) * 4).to(dt)
+        return [base.t(), base.t().contiguous(), torch.tensor(2).to(dt), base.t()[:, :1]]
+    for c in conds:
+        for a in operands(adt):
+            for b in operands(bdt):
+                want = torch.where(c, a, b)
+                got = ct.check(lib.ct_where(ct.from_torch(c), ct.from_torch(a), ct.from_torch(b)))
+                what = f"where {tuple(c.stride())} {tuple(a.stride())} {tuple(b.stride())}: "
+                ct.assert_close(got, want, what=what)
+                ct.assert_same_layout(got, want, what=what)
+
+
 def test_self_overlap_with_transposed_view():
     """The same memory under other strides (x and x.t()) is a partial overlap
     for torch: in-place forms and copy_ refuse it, as they refuse shifted rows;

@@ -252,12 +252,34 @@ def test_index_select_errors_grad_meta():
 
 
 
+def test_shape_only_errors_on_meta():
+    """errors that depend on shapes alone are raised on the meta device too: take
+    from an empty tensor, index_select along an empty dim of a 2+-dim input"""
+    cases = [("take", (0, 4), torch.uint8, None, (2,)), ("take", (0,), torch.float32, None, (2, 3)),
+             ("take", (0, 4), torch.float32, None, (0,)),
+             ("index_select", (0, 3), torch.float16, 0, (3,)), ("index_select", (2, 0, 3), torch.float32, 1, (1,)),
+             ("index_select", (0, 3), torch.float32, 0, (0,)), ("index_select", (0,), torch.float32, 0, (2,))]
+    for op, ss, dt, dim, ish in cases:
+        x, i = torch.zeros(ss, dtype=dt), torch.zeros(ish, dtype=torch.int64)
+        args = (x, i) if op == "take" else (x, dim, i)
+        err = ct.torch_error(lambda: getattr(torch, op)(*args))
+        hm, im = meta(ss, dt), meta(ish, torch.int64)
+        ct.clear_error()
+        got = lib.ct_take(hm, im) if op == "take" else lib.ct_index_select(hm, dim, im)
+        what = f"{op}{ss} {ish} on meta: "
+        if err is not None and "out of" not in err:
+            ct.assert_error(got, err, what=what)
+        elif err is None:
+            assert_meta_shape(got, getattr(torch, op)(*args).shape, what)
+
+
 def test_index_select_range_errors_by_path():
     """torch 1.13's index_select words an out-of-range index by its path: along dim 1
     of 2+ dims, and for any dim of an empty input, "INDICES element is out of DATA
     bounds" naming the first bad index and the size; an empty input refuses a dim of
     size 0 before looking at the indices; elsewhere "index out of range in self". An
-    empty index is never checked; the meta device checks no values."""
+    empty index is never checked; the meta device checks no values (but the
+    shapes, as the CPU: torch 1.13's meta kernel skips the empty dim's check)."""
     for ss in [(0,), (4,), (3, 4), (3, 0), (0, 4), (3, 4, 2), (3, 0, 2), (2, 3, 0), (0, 3, 2)]:
         for dim in range(-len(ss), len(ss)):
             for idx in ([], [0], [1, 0], [5], [-1], [1, 7, -3], [-5, 1], [2]):
@@ -273,9 +295,12 @@ def test_index_select_range_errors_by_path():
                         ct.assert_error(got, err, what=what)
                     else:
                         close(got, torch.index_select(x, dim, i))
+                    hm = lib.ct_index_select(meta(ss, torch.float32), dim, meta(i.shape, it))
+                    if err is not None and "axis dim should be positive" in err:  # shapes alone: as the CPU
+                        ct.assert_error(hm, err, what=what + "meta: ")
+                        continue
                     m = torch.index_select(x.to("meta"), dim, i.to("meta"))  # takes any values
-                    assert_meta_shape(lib.ct_index_select(meta(ss, torch.float32), dim, meta(i.shape, it)),
-                                      m.shape, what)
+                    assert_meta_shape(hm, m.shape, what)
 
 
 def test_index_add_shape_rules():
@@ -595,6 +620,16 @@ def test_index_put_errors_grad():
 
 
 # ------------------------------------------------------------------ masks
+def test_byte_mask_values_checked_where_read():
+    """torch checks a uint8 mask's values as it reads them: an empty broadcast reads none"""
+    m = torch.tensor([2, 0], dtype=torch.uint8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's uint8 mask deprecation
+        for x in (torch.zeros(0, 2), torch.zeros(3, 2), torch.zeros(2, 0, 2)):
+            ct.assert_same_outcome(lambda: lib.ct_masked_select(h(x), h(m)), lambda: torch.masked_select(x, m),
+                                   f"masked_select({tuple(x.shape)}): ", compare=close)
+
+
 @pytest.mark.parametrize("dtype", NUMERIC)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_masked(dtype, layout):

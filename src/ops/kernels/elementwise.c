@@ -557,7 +557,7 @@ static int run(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype resu
         return c10_error_int("%s: result type %s can't be cast to the desired output type %s", name,
                              c10_dtype_cname(result), c10_dtype_cname(o->dtype));
     if (!k) return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(compute));
-    ElementwiseSpec spec = {name, nin, compute, out_compute, result};
+    ElementwiseSpec spec = {name, nin, compute, out_compute, result, 0};
     if (may_fault) o = NULL;
     atomic_store_explicit(&int_fault, 0, memory_order_relaxed);
     if (ew_run(&spec, a->t, &o, k, a->s) < 0) return -1;
@@ -817,7 +817,7 @@ TensorImpl *at_act_grad(int op, TensorImpl *g, TensorImpl *x, const double *s) {
     int r = 0;
     while (rows[r].op != op) r++;
     ct_dtype cd = x->dtype == CT_FLOAT64 ? CT_FLOAT64 : CT_FLOAT32;
-    ElementwiseSpec spec = {rows[r].name, 2, cd, cd, x->dtype};
+    ElementwiseSpec spec = {rows[r].name, 2, cd, cd, x->dtype, 0};
     TensorImpl *in[2] = {x, g}, *o = NULL;
     if (ew_run(&spec, in, &o, cd == CT_FLOAT64 ? rows[r].k64 : rows[r].k32, s) < 0) return NULL;
     return o;
