@@ -759,7 +759,11 @@ CT_API ct_module *ct_nn_batch_norm2d(int64_t num_features, double eps, double mo
                                      bool track_running_stats);
 CT_API ct_module *ct_nn_layer_norm(const int64_t *normalized_shape, int ndim, double eps, bool elementwise_affine);
 CT_API ct_module *ct_nn_dropout(double p);
-CT_API ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx /* -1: none */);
+/* padding_idx -1: none; -num_embeddings..-2 count from the end as torch's (torch's -1 is
+ * num_embeddings - 1 here). Module constructors check what torch's do (groups, dropout's p,
+ * padding_idx, negative sizes of the tensors they make); sizes, strides and paddings that
+ * only a forward can refuse are refused by the forward, in torch's words. */
+CT_API ct_module *ct_nn_embedding(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx);
 CT_API ct_module *ct_nn_relu(void);
 CT_API ct_module *ct_nn_gelu(const char *approximate); /* "none" (or NULL) | "tanh" */
 CT_API ct_module *ct_nn_silu(void);

@@ -238,10 +238,8 @@ static ct_module *conv(int nd, int64_t in, int64_t out, int64_t k, int64_t s, in
     if (g <= 0) return c10_error("groups must be a positive integer");
     if (in % g) return c10_error("in_channels must be divisible by groups");
     if (out % g) return c10_error("out_channels must be divisible by groups");
-    if (in < 0 || out < 0 || k <= 0 || s <= 0 || p < 0 || d <= 0) /* 0 channels: torch builds it */
-        return c10_error("%s: invalid arguments (in_channels=%lld, out_channels=%lld, kernel_size=%lld, stride=%lld, "
-                         "padding=%lld, dilation=%lld)",
-                         name, (long long)in, (long long)out, (long long)k, (long long)s, (long long)p, (long long)d);
+    /* the rest as torch: negative sizes fail making the weight, a bad stride, padding,
+     * dilation or kernel size in forward (the functional's checks) */
     NnCfg c = {.kind = K_CONV, .in = in, .out = out, .ndim = nd, .groups = g, .bias = bias};
     for (int i = 0; i < 2; i++) {
         c.k[i] = k;
@@ -262,7 +260,7 @@ ct_module *ct_nn_conv2d(int64_t in, int64_t out, int64_t k, int64_t s, int64_t p
 }
 
 static ct_module *batch_norm(int nd, int64_t nf, double eps, double momentum, bool affine, bool track) {
-    if (nf <= 0) return c10_error("BatchNorm%dd: num_features must be positive, got %lld", nd, (long long)nf);
+    /* torch's checks: a negative num_features fails making the tensors (if any), 0 builds */
     NnCfg c = {.kind = K_BN, .in = nf, .ndim = nd, .eps = eps, .momentum = momentum,
                .has_momentum = !isnan(momentum), .affine = affine, .track = track};
     ct_module *m = make(nd == 1 ? "BatchNorm1d" : "BatchNorm2d", &c);
@@ -289,9 +287,10 @@ ct_module *ct_nn_batch_norm2d(int64_t nf, double eps, double momentum, bool affi
 }
 
 ct_module *ct_nn_layer_norm(const int64_t *shape, int ndim, double eps, bool affine) {
-    if (!shape || ndim < 1 || ndim > CT_MAX_DIMS) return c10_error("LayerNorm: normalized_shape must have 1 to 16 dims");
+    if (ndim < 0 || ndim > CT_MAX_DIMS || (ndim && !shape)) /* [] builds; forward refuses it, as torch */
+        return c10_error("LayerNorm: normalized_shape must have 0 to 16 dims, got %d%s", ndim, shape ? "" : " (NULL)");
     NnCfg c = {.kind = K_LN, .ndim = ndim, .eps = eps, .affine = affine};
-    memcpy(c.shape, shape, (size_t)ndim * sizeof *shape);
+    if (ndim) memcpy(c.shape, shape, (size_t)ndim * sizeof *shape);
     ct_module *m = make("LayerNorm", &c);
     if (!m) return NULL;
     int rc = 0;
@@ -309,8 +308,11 @@ ct_module *ct_nn_dropout(double p) {
 }
 
 ct_module *ct_nn_embedding(int64_t num, int64_t dim, int64_t padding_idx) {
-    if (num <= 0 || dim <= 0) return c10_error("Embedding: num_embeddings and embedding_dim must be positive");
-    if (padding_idx < -1 || padding_idx >= num) return c10_error("Padding_idx must be within num_embeddings");
+    /* torch's order: padding_idx within [-num, num) (below -1 counted from the end; -1 is
+     * none here), then the weight, whose negative sizes fail */
+    if (padding_idx != -1 && (padding_idx >= num || padding_idx < -num))
+        return c10_error("Padding_idx must be within num_embeddings");
+    if (padding_idx < -1) padding_idx += num;
     NnCfg c = {.kind = K_EMBEDDING, .in = num, .out = dim, .padding_idx = padding_idx};
     ct_module *m = make("Embedding", &c);
     if (!m) return NULL;
@@ -351,9 +353,7 @@ ct_module *ct_nn_softmax(int dim) {
 }
 
 static ct_module *pool(int kind, const char *name, int64_t k, int64_t s, int64_t p) {
-    if (s == 0) s = k;
-    if (k <= 0 || s <= 0 || p < 0) return c10_error("%s: kernel_size and stride must be positive", name);
-    if (2 * p > k) return c10_error("pad should be at most half of effective kernel size, but got pad=%lld, kernel_size=%lld", (long long)p, (long long)k);
+    if (s == 0) s = k; /* the sizes are checked in forward, by the functional, as torch's */
     NnCfg c = {.kind = kind, .k = {k, k}, .stride = {s, s}, .pad = {p, p}};
     return make(name, &c);
 }
@@ -361,7 +361,6 @@ ct_module *ct_nn_max_pool2d(int64_t k, int64_t s, int64_t p) { return pool(K_MAX
 ct_module *ct_nn_avg_pool2d(int64_t k, int64_t s, int64_t p) { return pool(K_AVGPOOL, "AvgPool2d", k, s, p); }
 
 ct_module *ct_nn_adaptive_avg_pool2d(int64_t oh, int64_t ow) {
-    if (oh <= 0 || ow <= 0) return c10_error("AdaptiveAvgPool2d: output size must be positive");
     NnCfg c = {.kind = K_ADAPTIVE, .k = {oh, ow}};
     return make("AdaptiveAvgPool2d", &c);
 }

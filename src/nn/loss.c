@@ -44,7 +44,6 @@ ct_module *ct_nn_nll_loss(ct_reduction r) { return make_loss(L_NLL, "NLLLoss", r
 ct_module *ct_nn_mse_loss(ct_reduction r) { return make_loss(L_MSE, "MSELoss", r, 0); }
 ct_module *ct_nn_l1_loss(ct_reduction r) { return make_loss(L_L1, "L1Loss", r, 0); }
 ct_module *ct_nn_smooth_l1_loss(ct_reduction r, double beta) {
-    if (beta < 0) return c10_error("smooth_l1_loss does not support negative values for beta.");
     return make_loss(L_SMOOTH_L1, "SmoothL1Loss", r, beta);
 }
 ct_module *ct_nn_bce_loss(ct_reduction r) { return make_loss(L_BCE, "BCELoss", r, 0); }

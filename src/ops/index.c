@@ -1462,7 +1462,8 @@ int fwd_roll(int op, const OpArgs *a, TensorImpl **out) {
             return c10_error_int("roll: Dimension specified as %lld but tensor has no dimensions", (long long)a->i[n + k]);
         if ((dims[k] = c10_wrap_dim(a->i[n + k], self->ndim)) < 0) return prefix_error("roll");
     }
-    TensorImpl *o = c10_empty(self->sizes, self->ndim, self->dtype, self->device);
+    TensorImpl *o = !self->numel && nd ? at_empty_like(self, self->dtype) /* torch's clone(preserve_format) */
+                                       : c10_empty(self->sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META || o->numel == 0) return (out[0] = o) ? 1 : -1;
     int r = 0;
     if (nd == 0) {

@@ -43,6 +43,16 @@ def test_zero_dim_roll_and_unflatten_are_errors():
     ct.assert_close(ct.check(lib.ct_roll(h(x), i64([1]), 1, None, 0)), torch.roll(x, 1))
 
 
+def test_roll_of_an_empty_tensor_keeps_its_layout():
+    """torch's roll along dims returns an empty input's clone(preserve_format);
+    without dims it rolls a contiguous flattening"""
+    x = torch.zeros(2, 3, 0, 4).permute(2, 0, 3, 1)
+    for shifts, dims in (([1], [0]), ([1, 2], [1, 3]), ([3], [])):
+        ct.assert_same_outcome(lambda: lib.ct_roll(h(x), i64(shifts), len(shifts), i32(dims), len(dims)),
+                               lambda: torch.roll(x, shifts, dims), f"roll {shifts} {dims}: ",
+                               compare=lambda got, want: ct.assert_same_layout(got, want))
+
+
 def test_zero_dim_unbind_and_unflatten_wrap_the_dim_first():
     """a 0-dim tensor's dim is wrapped into [-1, 0] before "no dimensions" is said"""
     x = torch.tensor(3.5)

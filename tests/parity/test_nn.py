@@ -486,6 +486,82 @@ def test_errors_like_torch(mods):
                     ct.torch_error(lambda: torch.nn.Conv2d(3, 4, 3, groups=2)))
 
 
+CTOR_CASES = [  # (name, ctorch constructor, torch constructor, input shape): torch checks in its constructor
+    # only what it must (groups, p, padding_idx, the sizes of the tensors it makes); forward checks the rest
+    ("conv k=-1", lambda: lib.ct_nn_conv2d(2, 2, -1, 1, 0, 1, 1, True), lambda: torch.nn.Conv2d(2, 2, -1), (1, 2, 5, 5)),
+    ("conv in=-1", lambda: lib.ct_nn_conv2d(-1, 2, 3, 1, 0, 1, 1, True), lambda: torch.nn.Conv2d(-1, 2, 3), (1, 2, 5, 5)),
+    ("conv out=-2 g=2", lambda: lib.ct_nn_conv2d(2, -2, 3, 1, 0, 1, 2, True),
+     lambda: torch.nn.Conv2d(2, -2, 3, groups=2), (1, 2, 5, 5)),
+    ("conv stride 0", lambda: lib.ct_nn_conv2d(2, 2, 3, 0, 0, 1, 1, True), lambda: torch.nn.Conv2d(2, 2, 3, 0),
+     (1, 2, 5, 5)),
+    ("conv pad -1", lambda: lib.ct_nn_conv2d(2, 2, 3, 1, -1, 1, 1, True), lambda: torch.nn.Conv2d(2, 2, 3, 1, -1),
+     (1, 2, 5, 5)),
+    ("conv dil 0", lambda: lib.ct_nn_conv2d(2, 2, 3, 1, 0, 0, 1, True), lambda: torch.nn.Conv2d(2, 2, 3, 1, 0, 0),
+     (1, 2, 5, 5)),
+    ("conv k=0", lambda: lib.ct_nn_conv2d(2, 2, 0, 1, 0, 1, 1, True), lambda: torch.nn.Conv2d(2, 2, 0), (1, 2, 5, 5)),
+    ("conv1d stride 0", lambda: lib.ct_nn_conv1d(2, 2, 3, 0, 0, 1, 1, False),
+     lambda: torch.nn.Conv1d(2, 2, 3, 0, bias=False), (1, 2, 5)),
+    ("bn -1", lambda: lib.ct_nn_batch_norm1d(-1, 1e-5, 0.1, True, True), lambda: torch.nn.BatchNorm1d(-1), (2, 3)),
+    ("bn 0", lambda: lib.ct_nn_batch_norm1d(0, 1e-5, 0.1, True, True), lambda: torch.nn.BatchNorm1d(0), (2, 3)),
+    ("bn -2 bare", lambda: lib.ct_nn_batch_norm1d(-2, 1e-5, 0.1, False, False),
+     lambda: torch.nn.BatchNorm1d(-2, affine=False, track_running_stats=False), (2, 3)),
+    ("emb -1 rows", lambda: lib.ct_nn_embedding(-1, 3, -1), lambda: torch.nn.Embedding(-1, 3), None),
+    ("emb -1 cols", lambda: lib.ct_nn_embedding(4, -1, -1), lambda: torch.nn.Embedding(4, -1), None),
+    ("emb pad 4", lambda: lib.ct_nn_embedding(4, 3, 4), lambda: torch.nn.Embedding(4, 3, padding_idx=4), None),
+    ("emb pad -5", lambda: lib.ct_nn_embedding(4, 3, -5), lambda: torch.nn.Embedding(4, 3, padding_idx=-5), None),
+    ("emb pad -4", lambda: lib.ct_nn_embedding(4, 3, -4), lambda: torch.nn.Embedding(4, 3, padding_idx=-4), None),
+    ("maxpool 0", lambda: lib.ct_nn_max_pool2d(0, 0, 0), lambda: torch.nn.MaxPool2d(0), (1, 1, 4, 4)),
+    ("maxpool pad 2", lambda: lib.ct_nn_max_pool2d(2, 0, 2), lambda: torch.nn.MaxPool2d(2, padding=2), (1, 1, 4, 4)),
+    ("avgpool -1", lambda: lib.ct_nn_avg_pool2d(-1, 0, 0), lambda: torch.nn.AvgPool2d(-1), (1, 1, 4, 4)),
+    ("avgpool pad 2", lambda: lib.ct_nn_avg_pool2d(3, 0, 2), lambda: torch.nn.AvgPool2d(3, padding=2), (1, 1, 6, 6)),
+    ("adaptive (0, 2)", lambda: lib.ct_nn_adaptive_avg_pool2d(0, 2), lambda: torch.nn.AdaptiveAvgPool2d((0, 2)),
+     (1, 1, 4, 4)),
+    ("adaptive (-1, 2)", lambda: lib.ct_nn_adaptive_avg_pool2d(-1, 2), lambda: torch.nn.AdaptiveAvgPool2d((-1, 2)),
+     (1, 1, 4, 4)),
+    ("layernorm []", lambda: lib.ct_nn_layer_norm(None, 0, 1e-5, True), lambda: torch.nn.LayerNorm([]), (2, 3)),
+    ("layernorm [-1]", lambda: lib.ct_nn_layer_norm(ct.i64([-1]), 1, 1e-5, True), lambda: torch.nn.LayerNorm([-1]),
+     (2, 3)),
+]
+
+
+@pytest.mark.parametrize("case", CTOR_CASES, ids=[c[0] for c in CTOR_CASES])
+def test_constructor_and_forward_check_what_torchs_do(mods, case):
+    name, make_ct, make_torch, shape = case
+    x = torch.randn(shape) if shape else torch.tensor([[0, 1], [2, 3]])
+    try:
+        err = ct.torch_error(lambda: make_torch()(x))
+    except AssertionError as e:  # torch's Embedding asserts its padding_idx
+        err = str(e)
+    ct.clear_error()
+    m = make_ct()
+    if m:
+        mods.append(m)
+    got = lib.ct_module_forward(m, ct.from_torch(x)) if m else None
+    if err is not None:
+        ct.assert_error(got, err, what=name + ": ")
+    else:
+        ct.check(got)
+        assert ct.shape(got) == tuple(make_torch()(x).shape), name
+
+
+def test_smooth_l1_loss_module_refuses_a_negative_beta_in_forward(mods):
+    m = keep(mods, lib.ct_nn_smooth_l1_loss(MEAN, -1.0))
+    a, b = torch.randn(3), torch.randn(3)
+    ct.assert_error(lib.ct_module_forward2(m, ct.from_torch(a), ct.from_torch(b)),
+                    ct.torch_error(lambda: torch.nn.SmoothL1Loss(beta=-1.0)(a, b)))
+
+
+def test_embedding_padding_idx_counted_from_the_end(mods):
+    tm = torch.nn.Embedding(5, 3, padding_idx=-2)
+    m = keep(mods, lib.ct_nn_embedding(5, 3, -2))
+    copy_params_to_torch(m, tm)
+    assert tm.padding_idx == 3 and float(tm.weight[3].abs().sum()) == 0
+    assert "padding_idx=3" in module_repr(m)
+    idx = torch.tensor([[3, 1], [3, 4]])
+    y = ct.check(lib.ct_module_forward(m, ct.from_torch(idx)))
+    ct.assert_close(y, tm(idx).detach())
+
+
 def read_safetensors(path):
     """A minimal reader (8-byte little-endian header length, JSON header, raw data)."""
     import json
