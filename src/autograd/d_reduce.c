@@ -86,17 +86,19 @@ int d_mean(BackwardCtx *c, TensorImpl **gi) {
 }
 
 /* Does t hold an exact zero? (picks the formula; not differentiated) */
-static bool has_zero(const TensorImpl *t) {
-    if (t->device == CT_META || t->numel == 0) return false;
+/* how many of t's elements are 0, counting up to upto */
+static int64_t zeros_in(const TensorImpl *t, int64_t upto) {
+    if (t->device == CT_META || t->numel == 0) return 0;
     TensorImpl *x = c10_empty(t->sizes, t->ndim, CT_FLOAT64, t->device);
-    bool z = false;
+    int64_t z = 0;
     if (x && at_copy_(x, t) == 0) {
         const double *p = (const double *)c10_data(x);
-        for (int64_t i = 0; i < x->numel && !z; i++) z = p[i] == 0;
+        for (int64_t i = 0; i < x->numel && z < upto; i++) z += p[i] == 0;
     }
     c10_release(x);
     return z;
 }
+static bool has_zero(const TensorImpl *t) { return zeros_in(t, 1) > 0; }
 static TensorImpl *sum_dim_keep(TensorImpl *x, int64_t dim) {
     if (!x) return NULL;
     OpArgs a = {.t = {x}, .nt = 1, .i = {1, 1, dim}, .ni = 3};
@@ -136,11 +138,12 @@ static TensorImpl *cat2(TensorImpl *a, TensorImpl *b, int dim) {
     return F(ag_call1(OP_cat, &c));
 }
 
-/* prod_{l<k} x_l along dim: cumprod shifted by one, a 1 in front */
+/* prod_{l<k} x_l along dim: a 1 in front of the line's first D - 1, multiplied up
+ * (narrowed before the cumprod, as torch: its double backward never sees x's last) */
 static TensorImpl *exclusive_cumprod(TensorImpl *x, int dim) {
     if (!x) return NULL;
     int64_t D = x->sizes[dim];
-    return cat2(ones_like(NARROW(x, dim, 0, 1)), NARROW(CUMPROD(x, dim), dim, 0, D - 1), dim);
+    return CUMPROD(cat2(ones_like(NARROW(x, dim, 0, 1)), NARROW(x, dim, 0, D - 1), dim), dim);
 }
 
 /* The product of the other elements of each line along dim (PyTorch's
@@ -204,6 +207,7 @@ int d_prod(BackwardCtx *c, TensorImpl **gi) {
     TensorImpl *g = restore(G, mask, keepdim, m->ndim);
     if (!has_zero(SELF)) RET(DIV(MUL(g, restore(RESULT, mask, keepdim, m->ndim)), SELF));
     if (dim >= 0) RET(MUL(g, prod_others(SELF, dim)));
+    if (!ag_grad_enabled() && zeros_in(SELF, 2) > 1) RET(F(ag_zeros_like_meta(m))); /* torch's shortcut */
     OpArgs flat = {.t = {SELF}, .nt = 1, .i = {-1}, .ni = 1}; /* all elements: one line */
     TensorImpl *po = prod_others(F(ag_call1(OP_reshape_copy, &flat)), 0);
     OpArgs back = {.t = {po}, .nt = 1, .ni = m->ndim};

@@ -946,10 +946,15 @@ static void run_reduce(const RPlan *pl, int rk, const RCtx *c) {
 
 /* OpArgs layout of the dim-list reductions: i[0] keepdim, i[1] ndims (0: all
  * dims), i[2 .. 2+ndims) dims. */
+/* torch wraps every dim of the list before it looks for repeats (maybe_wrap_dims),
+ * var and std excepted (one dim after another) */
 static int parse_list(const char *op, const OpArgs *a, bool *mask, bool *keepdim) {
     *keepdim = a->i[0] != 0;
     int nd = (int)a->i[1];
     if (nd < 0 || nd > CT_MAX_DIMS || a->ni < 2 + nd) return c10_error_int("%s: bad dim list", op);
+    bool in_turn = !strcmp(op, "var") || !strcmp(op, "std");
+    for (int k = 0; k < nd && !in_turn; k++)
+        if (wrap_dim(op, a->i[2 + k], a->t[0]->ndim) < 0) return -1;
     return at_parse_dims(op, a->i + 2, nd, a->t[0]->ndim, mask);
 }
 

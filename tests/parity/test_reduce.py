@@ -487,6 +487,53 @@ def test_grads_list_ops():
                                    second=p != float("inf"), what=f"norm {p} " + w)
 
 
+def test_dim_list_errors_in_torchs_order():
+    """torch wraps every dim of a list before looking for repeats (sum, mean,
+    logsumexp, Tensor.norm, amax); var and std take the dims one after another"""
+    x = torch.randn(2, 3, generator=GEN)
+    for dims in ([0, 0, 5], [1, -1, 2], [5, 0, 0], [0, -2], [-3, 1, 1]):
+        da, nd = dims_arr(dims)
+        cases = [("sum", lambda h: lib.ct_sum_dims(h, da, nd, False), lambda: x.sum(dims)),
+                 ("mean", lambda h: lib.ct_mean_dims(h, da, nd, False), lambda: x.mean(dims)),
+                 ("logsumexp", lambda h: lib.ct_logsumexp(h, da, nd, False), lambda: x.logsumexp(dims)),
+                 ("norm", lambda h: lib.ct_norm(h, 2.0, da, nd, False), lambda: x.norm(2, dims)),  # not
+                 # linalg.vector_norm's order: one dim after another
+                 ("amax", lambda h: lib.ct_amax(h, da, nd, False), lambda: x.amax(dims)),
+                 ("var", lambda h: lib.ct_var(h, da, nd, 1.0, False), lambda: x.var(dims)),
+                 ("std", lambda h: lib.ct_std(h, da, nd, 1.0, False), lambda: x.std(dims))]
+        for name, cfn, tfn in cases:
+            ct.assert_same_outcome(lambda: cfn(ct.from_torch(x)), tfn, f"{name}({dims}): ",
+                                   compare=lambda got, want: ct.assert_close(got, want))
+
+
+@pytest.mark.parametrize("vals", [[0.0, 0.0, float("inf")], [0.0, 0.0, float("nan")], [0.0, 0.0, 3.0],
+                                  [[0.0, 1.0], [-2.0, float("nan")]], [[0.0, float("inf")], [0.0, 2.0]],
+                                  [0.0, float("nan")], [2.0, 0.0, -1.5]], ids=str)
+def test_prod_gradients_with_zeros_and_non_finite_values(vals):
+    """torch 1.13's prod_backward: two or more zeros in the whole tensor give zeros
+    at once (ctorch: without create_graph; with it, the product of the others, whose
+    second derivative is right where torch's has no graph); otherwise the product of
+    the others, its exclusive cumprods narrowed before they multiply up, which the
+    second derivative sees, along one dim or all elements"""
+    x = torch.tensor(vals, dtype=F64)
+    dims = [None] + list(range(x.dim()))
+    for d in dims:
+        tf = (lambda t: t.prod()) if d is None else (lambda t: t.prod(d))
+        cf = (lambda h: ct.check(lib.ct_prod(h))) if d is None else (lambda h: ct.check(lib.ct_prod_dim(h, d, False)))
+        tx = x.clone().requires_grad_()
+        out = tf(tx)
+        g = torch.randn(out.shape, generator=GEN, dtype=F64)
+        (want,) = torch.autograd.grad(out, [tx], g)
+        hx = leaf(x)
+        got = grads_of(cf(hx), hx, g, create_graph=False)
+        ct.assert_close(got, want, rtol=1e-12, atol=1e-12, what=f"prod {d} grad: ")
+        two_zeros = int((x == 0).sum()) >= 2
+        if d is not None or not two_zeros:  # torch 1.13 returns those zeros under create_graph too
+            # (no graph); a line of two zeros and an inf / NaN: 0 * inf in the Hessian, left
+            check_grad(cf, tf, x, what=f"prod {d} {vals}", rtol=1e-12,
+                       second=not (two_zeros and not bool(x.isfinite().all())))
+
+
 def test_grads_var_of_a_scalar():
     """torch 1.13's var_backward of a 0-dim tensor with as many elements as the
     correction is inf * grad (2 / 0, without the 0 of self - mean); std's is NaN."""
