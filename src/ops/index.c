@@ -2366,8 +2366,8 @@ int fwd_clamp_tensor(int op, const OpArgs *a, TensorImpl **out) {
     if (lo) promote_add_tensor(&st, lo);
     if (hi) promote_add_tensor(&st, hi);
     ct_dtype r = promote_result(&st);
-    if (r == CT_BOOL) return c10_error_int("\"clamp\" not implemented for 'Bool'");
-    if (lo && hi) {
+    if (lo && hi) { /* one bound alone is torch's clamp_min / clamp_max, which take bool */
+        if (r == CT_BOOL) return c10_error_int("clamp: \"clamp_cpu\" not implemented for 'Bool'");
         TensorImpl *in[3] = {self, lo, hi};
         return ew("clamp", 3, in, r, k_clampt, a->s, NULL, out);
     }

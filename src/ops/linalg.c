@@ -31,6 +31,13 @@ CT_INTERNAL TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, 
 
 /* ------------------------------------------------------------ error helpers */
 
+/* torch's t.size(d), as its kernels ask for sizes before they check ranks: 0, or
+ * -1 with its words */
+static int size_at(const char *op, const TensorImpl *t, int d) {
+    if (t->ndim == 0) return c10_error_int("%s: Dimension specified as %d but tensor has no dimensions", op, d);
+    return c10_wrap_dim(d, t->ndim) < 0 ? la_prefix_error(op) : 0;
+}
+
 /* Prefixes the current message with "op: " (messages from core helpers such as
  * expand or broadcast come unprefixed). Returns -1. */
 int la_prefix_error(const char *op) {
@@ -369,13 +376,21 @@ static int check_types(const char *op, const char *kernel, const TensorImpl *a, 
 
 /* ---------------------------------------------------------------- mm, bmm */
 
-static int check_mm(const char *op, const TensorImpl *a, const TensorImpl *b) {
+/* mm's checks; addmm's (self given) expand self to the product's shape before the
+ * kernel's dtype check, as torch */
+static int check_mm(const char *op, const TensorImpl *a, const TensorImpl *b, const TensorImpl *self) {
     if (a->ndim != 2) return c10_error_int("%s: self must be a matrix", op);
     if (b->ndim != 2) return c10_error_int("%s: mat2 must be a matrix", op);
     if (a->sizes[1] != b->sizes[0])
         return c10_error_int("%s: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", op,
                              (long long)a->sizes[0], (long long)a->sizes[1], (long long)b->sizes[0],
                              (long long)b->sizes[1]);
+    if (self) {
+        int64_t shape[2] = {a->sizes[0], b->sizes[1]};
+        TensorImpl *e = c10_expand(self, shape, 2);
+        if (!e) return la_prefix_error(op);
+        c10_release(e);
+    }
     return check_types(op, "addmm_impl_cpu_", a, b);
 }
 
@@ -388,7 +403,7 @@ static TensorImpl *mm_impl(const char *op, TensorImpl *a, TensorImpl *b, TensorI
 /* t[0] = self [n, m], t[1] = mat2 [m, p] */
 int fwd_mm(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    if (check_mm("mm", a->t[0], a->t[1])) return -1;
+    if (check_mm("mm", a->t[0], a->t[1], NULL)) return -1;
     return (out[0] = mm_impl("mm", a->t[0], a->t[1], NULL, 1, 0)) ? 1 : -1;
 }
 
@@ -400,7 +415,7 @@ static int check_bmm(const char *op, const TensorImpl *a, const TensorImpl *b) {
                              "got: [%lld, %lld].",
                              op, (long long)a->sizes[0], (long long)a->sizes[2], (long long)b->sizes[0],
                              (long long)b->sizes[1]);
-    return check_types(op, "bmm", a, b);
+    return check_types(op, op, a, b); /* "bmm" or "baddbmm" */
 }
 
 /* t[0] = batch1 [b, n, m], t[1] = batch2 [b, m, p] */
@@ -438,7 +453,7 @@ int fwd_addmm(int op, const OpArgs *a, TensorImpl **out) {
     if (addmm_dtypes("addmm", s, x, y)) return -1;
     if (x->ndim != 2) return c10_error_int("addmm: mat1 must be a matrix, got %d-D tensor", x->ndim);
     if (y->ndim != 2) return c10_error_int("addmm: mat2 must be a matrix, got %d-D tensor", y->ndim);
-    if (check_mm("addmm", x, y) || int_scalars("addmm", x->sizes[1], y->dtype, a->s[0], a->s[1])) return -1;
+    if (check_mm("addmm", x, y, s) || int_scalars("addmm", x->sizes[1], y->dtype, a->s[0], a->s[1])) return -1;
     return (out[0] = mm_impl("addmm", x, y, s, a->s[1], a->s[0])) ? 1 : -1;
 }
 
@@ -447,7 +462,8 @@ int fwd_addmm(int op, const OpArgs *a, TensorImpl **out) {
 int fwd_baddbmm(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *s = a->t[0], *x = a->t[1], *y = a->t[2];
-    if (x->ndim >= 2 && y->ndim >= 3) { /* PyTorch expands self before it checks the batches */
+    if (size_at("baddbmm", x, 0) || size_at("baddbmm", x, 1) || size_at("baddbmm", y, 2)) return -1;
+    { /* torch expands self to [batch1.size(0), batch1.size(1), batch2.size(2)] before it checks the batches */
         int64_t shape[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
         TensorImpl *e = c10_expand(s, shape, 3);
         if (!e) return la_prefix_error("baddbmm");
@@ -490,7 +506,7 @@ static TensorImpl *mv_impl(const char *op, TensorImpl *m, TensorImpl *v) {
 /* t[0] = self [n, m], t[1] = vec [m] */
 int fwd_mv(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
-    if (check_mv("mv", a->t[0], a->t[1])) return -1;
+    if (size_at("mv", a->t[0], 0) || check_mv("mv", a->t[0], a->t[1])) return -1; /* empty({self.size(0)}) first */
     return (out[0] = mv_impl("mv", a->t[0], a->t[1])) ? 1 : -1;
 }
 
@@ -604,7 +620,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
         return r;
     }
     if (da == 2 && db == 2) {
-        if (check_mm(op, a, b)) return NULL;
+        if (check_mm(op, a, b, NULL)) return NULL;
         return mm_impl(op, a, b, init, alpha, beta);
     }
     int64_t shape[CT_MAX_DIMS];
@@ -714,7 +730,7 @@ int fwd_linear(int op, const OpArgs *a, TensorImpl **out) {
         TensorImpl *x2 = NULL;
         if (addmm_dtypes("linear", bias, x, w) == 0) {
             if (w->ndim != 2) c10_error_int("linear: mat2 must be a matrix, got %d-D tensor", w->ndim);
-            else if ((x2 = fold ? c10_view(x, s2, 2) : c10_retain(x)) && check_mm("linear", x2, wt) == 0)
+            else if ((x2 = fold ? c10_view(x, s2, 2) : c10_retain(x)) && check_mm("linear", x2, wt, bias) == 0)
                 r = mm_impl("linear", x2, wt, bias, 1, 1);
         }
         c10_release(x2);

@@ -620,6 +620,15 @@ def test_index_put_errors_grad():
 
 
 # ------------------------------------------------------------------ masks
+def test_clamp_of_bool_by_one_bool_bound():
+    """one bound alone is torch's clamp_min / clamp_max, which take bool; both refuse it"""
+    b, lo, hi = torch.tensor([True, False, True]), torch.tensor([True, True, False]), torch.tensor([False, True, True])
+    for what, cfn, tfn in [("min", lambda: lib.ct_clamp_tensor(h(b), h(lo), None), lambda: torch.clamp(b, lo)),
+                           ("max", lambda: lib.ct_clamp_tensor(h(b), None, h(hi)), lambda: torch.clamp(b, None, hi)),
+                           ("both", lambda: lib.ct_clamp_tensor(h(b), h(lo), h(hi)), lambda: torch.clamp(b, lo, hi))]:
+        ct.assert_same_outcome(cfn, tfn, f"clamp {what}: ", compare=lambda got, want: close(got, want))
+
+
 def test_byte_mask_values_checked_where_read():
     """torch checks a uint8 mask's values as it reads them: an empty broadcast reads none"""
     m = torch.tensor([2, 0], dtype=torch.uint8)

@@ -573,3 +573,39 @@ def test_integer_addmm_scalars_as_torch():
                                                 beta, alpha))]:
                     ct.assert_same_outcome(cfn, tfn, f"{name} {dt} inner {k} beta {beta} alpha {alpha}: ",
                                            lambda got, want: ct.assert_close(ct.check(got), want))
+
+
+def test_check_order_and_words_of_products_as_torch():
+    """torch asks for sizes before ranks (baddbmm's self shape, mv's result), expands
+    addmm's / linear's self before the kernel's dtype check, and names baddbmm's kernel"""
+    o = torch.ones
+    B = torch.bool
+    cases = [
+        ("baddbmm 2-d", lambda s, a, b: lib.ct_baddbmm(s, a, b, 1.0, 1.0), torch.baddbmm,
+         (o(2, 2), o(2, 2), o(2, 2))),
+        ("baddbmm 2-d batch2", lambda s, a, b: lib.ct_baddbmm(s, a, b, 1.0, 1.0), torch.baddbmm,
+         (o(2, 2, 2), o(2, 2, 2), o(2, 2))),
+        ("baddbmm 0-d batch1", lambda s, a, b: lib.ct_baddbmm(s, a, b, 1.0, 1.0), torch.baddbmm,
+         (o(2, 2, 2), torch.tensor(1.0), o(2, 2, 2))),
+        ("baddbmm 1-d batch1", lambda s, a, b: lib.ct_baddbmm(s, a, b, 1.0, 1.0), torch.baddbmm,
+         (o(2, 2, 2), o(2), o(2, 2, 2))),
+        ("baddbmm 4-d batch1", lambda s, a, b: lib.ct_baddbmm(s, a, b, 1.0, 1.0), torch.baddbmm,
+         (o(2, 2, 2), o(2, 2, 2, 2), o(2, 2, 2))),
+        ("baddbmm bool", lambda s, a, b: lib.ct_baddbmm(s, a, b, 1.0, 1.0), torch.baddbmm,
+         (o(2, 2, 2, dtype=B), o(2, 2, 2, dtype=B), o(2, 2, 2, dtype=B))),
+        ("bmm bool", lambda a, b: lib.ct_bmm(a, b), torch.bmm, (o(2, 2, 2, dtype=B), o(2, 2, 2, dtype=B))),
+        ("mv 0-d", lambda a, b: lib.ct_mv(a, b), torch.mv, (torch.tensor(1.0), o(4, 0))),
+        ("mv 0-d 0-d", lambda a, b: lib.ct_mv(a, b), torch.mv, (torch.tensor(1.0), torch.tensor(1.0))),
+        ("mv 3-d", lambda a, b: lib.ct_mv(a, b), torch.mv, (o(2, 2, 2), torch.tensor(1.0))),
+        ("addmm bool self shape", lambda s, a, b: lib.ct_addmm(s, a, b, 1.0, 1.0), torch.addmm,
+         (o(2, dtype=B), o(1, 3, dtype=B), o(3, 1, dtype=B))),
+        ("addmm bool", lambda s, a, b: lib.ct_addmm(s, a, b, 1.0, 1.0), torch.addmm,
+         (o(1, dtype=B), o(1, 3, dtype=B), o(3, 1, dtype=B))),
+        ("addmm bool shapes", lambda s, a, b: lib.ct_addmm(s, a, b, 1.0, 1.0), torch.addmm,
+         (o(2, dtype=B), o(1, 3, dtype=B), o(4, 1, dtype=B))),
+        ("linear bool bias", lambda x, w, b: lib.ct_linear(x, w, b), torch.nn.functional.linear,
+         (o(2, 4, dtype=B), o(2, 4, dtype=B), o(3, dtype=B))),
+    ]
+    for what, cfn, tfn, args in cases:
+        ct.assert_same_outcome(lambda: cfn(*[ct.from_torch(t) for t in args]), lambda: tfn(*args), what + ": ",
+                               compare=lambda got, want: ct.assert_close(got, want))
