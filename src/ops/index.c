@@ -294,7 +294,7 @@ OMP(omp parallel for if (total * inner > GRAIN))
                                       int64_t size, int64_t n, int64_t inner, double alpha) {       \
         ST *dst = (ST *)dst_;                                                    \
         const ST *src = (const ST *)src_;                                        \
-        CT al = (CT)alpha;                                                       \
+        CT al = c10_is_float(D) || D == CT_BOOL ? (CT)alpha : (CT)(int64_t)alpha; /* -1 into uint8 wraps */ \
         OMP(omp parallel for if (outer * n * inner > GRAIN && outer > 1))  \
         for (int64_t i = 0; i < outer; i++)                                      \
             for (int64_t j = 0; j < n; j++) {                                    \
@@ -887,8 +887,11 @@ COLD_CODE static int adv_prepare(const char *op, const TensorImpl *self, TensorI
         }
     for (int k = 0; k < n; k++) {
         TensorImpl *e = ent[k];
-        if (!e) {
-            pos++;
+        if (!e) { /* a ':' past the dims (after a mask): Python's refusal (aten reads past them) */
+            if (pos++ >= self->ndim) {
+                c10_error("%s: too many indices for tensor of dimension %d", op, self->ndim);
+                goto done;
+            }
             continue;
         }
         if (!same_device(op, self, e)) goto done;
@@ -1139,6 +1142,28 @@ static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, 
 
 /* t[0] self, t[1] values, t[2..nt-1] indices (NULL = ':'); i: accumulate.
  * dst: in place (self itself is written). */
+/* index_put with masks on the meta device: self's shape whatever the masks hold
+ * (torch's meta kernel checks nothing); the entries' dtypes, the masks' shapes and
+ * the dtypes are checked as on the CPU, the value's shape (against a count the
+ * data decides) is not */
+static int index_put_meta_masked(const OpArgs *a, TensorImpl *self, TensorImpl *values, TensorImpl **out) {
+    for (int k = 2; k < a->nt; k++)
+        if (a->t[k] && a->t[k]->dtype != CT_BOOL && a->t[k]->dtype != CT_UINT8 && a->t[k]->dtype != CT_INT64)
+            return c10_error_int("index_put: tensors used as indices must be long, byte or bool tensors");
+    for (int k = 2, pos = 0; k < a->nt; k++) {
+        TensorImpl *e = a->t[k];
+        bool mask = e && (e->dtype == CT_BOOL || e->dtype == CT_UINT8);
+        if (mask && mask_check("index_put", self, e, pos) < 0) return -1;
+        pos += mask ? e->ndim : 1;
+    }
+    if (values->dtype != self->dtype)
+        return c10_error_int("index_put: Index put requires the source and destination dtypes match, got %s for the "
+                             "destination and %s for the source.",
+                             c10_dtype_cname(self->dtype), c10_dtype_cname(values->dtype));
+    out[0] = a->dst ? c10_retain(a->dst) : at_empty_like(self, self->dtype);
+    return out[0] ? 1 : -1;
+}
+
 int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0], *values = a->t[1], *cast = NULL;
     if (!same_device("index_put", self, values)) return -1;
@@ -1149,7 +1174,7 @@ int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
     int masks = 0, defined = 0;
     for (int k = 2; k < a->nt; k++)
         if (a->t[k]) defined++, masks += a->t[k]->dtype == CT_BOOL || a->t[k]->dtype == CT_UINT8;
-    if (a->nt - 2 > self->ndim)
+    if (a->nt - 2 > self->ndim) /* aten's count; adv_prepare counts the masks' dims too, as Python's */
         return c10_error_int("index_put: too many indices for tensor of dimension %d (got %d)", self->ndim, a->nt - 2);
     if (!a->i[0] && values->numel == 1) /* torch's masked_fill dispatch: the leading masks' shapes first */
         for (int k = 2, pos = 0; k < a->nt; k++) { /* up to its first mask */
@@ -1165,7 +1190,8 @@ int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
             return -1;
         if (!(cast = c10_full(values->sizes, values->ndim, v, self->dtype, values->device))) return -1;
     }
-    int r = index_put_run(a, self, cast ? cast : values, out);
+    int r = self->device == CT_META && masks ? index_put_meta_masked(a, self, cast ? cast : values, out)
+                                             : index_put_run(a, self, cast ? cast : values, out);
     c10_release(cast);
     return r;
 }
@@ -1318,6 +1344,7 @@ int fwd_masked_scatter(int op, const OpArgs *a, TensorImpl **out) {
     (void)op;
     TensorImpl *self = a->t[0], *mask = a->t[1], *source = a->t[2];
     if (!same_device("masked_scatter", self, mask) || !same_device("masked_scatter", self, source)) return -1;
+    if (a->dst && c10_has_internal_overlap(a->dst)) return overlap_error("masked_scatter_"); /* first, as torch */
     int64_t shape[CT_MAX_DIMS]; /* torch's order: the out-of-place form broadcasts first */
     int nd = c10_broadcast_shape(mask->sizes, mask->ndim, self->sizes, self->ndim, shape);
     if (nd < 0 && !a->dst) return prefix_error("masked_scatter");

@@ -430,8 +430,8 @@ int fwd_bmm(int op, const OpArgs *a, TensorImpl **out) {
 /* torch's addmm / baddbmm of integers: with an inner size of 0 they are
  * self.mul(beta), a fractional beta making self float, which the output
  * refuses; else the kernel converts beta and alpha to the dtype, checked */
-static int int_scalars(const char *op, int64_t inner, ct_dtype d, double beta, double alpha) {
-    if (c10_is_float(d)) return 0;
+static int int_scalars(const char *op, int64_t inner, int64_t outnumel, ct_dtype d, double beta, double alpha) {
+    if (c10_is_float(d) || !outnumel) return 0; /* an empty result returns before either */
     if (!inner)
         return beta == 0 || beta == trunc(beta) ? 0 : c10_error_int("%s: result type Float can't be cast to the "
                                                                     "desired output type %s", op, c10_dtype_cname(d));
@@ -453,7 +453,7 @@ int fwd_addmm(int op, const OpArgs *a, TensorImpl **out) {
     if (addmm_dtypes("addmm", s, x, y)) return -1;
     if (x->ndim != 2) return c10_error_int("addmm: mat1 must be a matrix, got %d-D tensor", x->ndim);
     if (y->ndim != 2) return c10_error_int("addmm: mat2 must be a matrix, got %d-D tensor", y->ndim);
-    if (check_mm("addmm", x, y, s) || int_scalars("addmm", x->sizes[1], y->dtype, a->s[0], a->s[1])) return -1;
+    if (check_mm("addmm", x, y, s) || int_scalars("addmm", x->sizes[1], x->sizes[0] * y->sizes[1], y->dtype, a->s[0], a->s[1])) return -1;
     return (out[0] = mm_impl("addmm", x, y, s, a->s[1], a->s[0])) ? 1 : -1;
 }
 
@@ -469,7 +469,7 @@ int fwd_baddbmm(int op, const OpArgs *a, TensorImpl **out) {
         if (!e) return la_prefix_error("baddbmm");
         c10_release(e);
     }
-    if (check_bmm("baddbmm", x, y) || int_scalars("baddbmm", x->sizes[2], y->dtype, a->s[0], a->s[1])) return -1;
+    if (check_bmm("baddbmm", x, y) || int_scalars("baddbmm", x->sizes[2], x->sizes[0] * x->sizes[1] * y->sizes[2], y->dtype, a->s[0], a->s[1])) return -1;
     int64_t shape[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
     return (out[0] = product("baddbmm", y->dtype, x, y, shape, 3, s, a->s[1], a->s[0])) ? 1 : -1;
 }

@@ -620,6 +620,57 @@ def test_index_put_errors_grad():
 
 
 # ------------------------------------------------------------------ masks
+def test_masked_scatter_into_an_expanded_tensor_is_refused():
+    x = torch.zeros(1, 3).expand(2, 3)
+    src = torch.arange(6.0)
+    for m in (torch.ones(2, 3, dtype=torch.bool), torch.ones(2, 3, dtype=torch.int64)):  # the overlap first
+        hx, storage = ct.from_torch(x, with_storage=True)
+        ct.assert_error(lib.ct_masked_scatter_(hx, h(m), h(src)),
+                        ct.torch_error(lambda: torch.zeros(1, 3).expand(2, 3).masked_scatter_(m, src)))
+        close(hx, torch.zeros(2, 3))
+
+
+def test_a_colon_past_the_dims_after_a_mask_is_refused():
+    """Python's x[m, :] with a mask over every dim: too many indices (aten reads past them)"""
+    x, m = torch.arange(6.0).view(2, 3), torch.ones(2, 3, dtype=torch.bool)
+    for ix in ([m, None], [m[0], None, None], [None, m[0], None]):
+        def py():
+            return x[tuple(slice(None) if i is None else i for i in ix)]
+        err = ct.torch_error(py)
+        assert err is not None
+        ct.clear_error()
+        ct.assert_error(lib.ct_index(h(x), arr([None if i is None else h(i) for i in ix]), len(ix)), err)
+        ct.clear_error()
+        ct.assert_error(lib.ct_index_put(h(x), arr([None if i is None else h(i) for i in ix]), len(ix),
+                                         h(torch.tensor(1.0)), False), err)
+
+
+def test_index_put_with_masks_on_meta():
+    """the result is self's shape, as torch's meta kernel gives; the masks' shapes and
+    the dtypes are checked as on the CPU"""
+    x, m = torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool)
+    for ix in ([m], [m[:, 0]], [None, m[0]], [m[:, 0], torch.tensor([1])]):
+        for v in (torch.ones(7), torch.tensor(2.0), torch.ones(3)):
+            for acc in (False, True):
+                hix = arr([None if i is None else meta(tuple(i.shape), i.dtype) for i in ix])
+                got = lib.ct_index_put(meta((2, 3), torch.float32), hix, len(ix), meta(tuple(v.shape), v.dtype), acc)
+                assert_meta_shape(got, (2, 3), f"{ix} {tuple(v.shape)} {acc}: ")
+    bad = torch.ones(3, 3, dtype=torch.bool)
+    err = ct.torch_error(lambda: torch.ops.aten.index_put(x, [bad], torch.ones(1), False))
+    ct.assert_error(lib.ct_index_put(meta((2, 3), torch.float32), arr([meta((3, 3), torch.bool)]), 1,
+                                     meta((1,), torch.float32), False), err)
+    err = ct.torch_error(lambda: torch.ops.aten.index_put(x, [m], torch.ones(6, dtype=torch.float64), True))
+    ct.assert_error(lib.ct_index_put(meta((2, 3), torch.float32), arr([meta((2, 3), torch.bool)]), 1,
+                                     meta((6,), torch.float64), True), err)
+
+
+def test_index_add_of_uint8_by_minus_one():
+    """a whole-number alpha is an integer: -1 wraps in uint8 as torch's int alpha"""
+    x, src = torch.tensor([1, 2, 3], dtype=torch.uint8), torch.tensor([1, 1, 2], dtype=torch.uint8)
+    idx = torch.tensor([0, 1, 2])
+    close(lib.ct_index_add(h(x), 0, h(idx), h(src), -1.0), x.index_add(0, idx, src, alpha=-1))
+
+
 def test_clamp_of_bool_by_one_bool_bound():
     """one bound alone is torch's clamp_min / clamp_max, which take bool; both refuse it"""
     b, lo, hi = torch.tensor([True, False, True]), torch.tensor([True, True, False]), torch.tensor([False, True, True])
