@@ -609,3 +609,20 @@ def test_check_order_and_words_of_products_as_torch():
     for what, cfn, tfn, args in cases:
         ct.assert_same_outcome(lambda: cfn(*[ct.from_torch(t) for t in args]), lambda: tfn(*args), what + ": ",
                                compare=lambda got, want: ct.assert_close(got, want))
+
+
+def test_empty_integer_products_check_no_scalars():
+    """an empty result returns before torch converts alpha and beta; an inner size
+    of 0 with a result is self.mul(beta), which a fractional beta refuses"""
+    z = lambda *s: torch.zeros(s, dtype=torch.uint8)  # noqa: E731
+    cases = [(lib.ct_addmm, torch.addmm, (z(0, 1), z(0, 3), z(3, 1)), (1.0, -0.5)),
+             (lib.ct_addmm, torch.addmm, (z(0, 1), z(0, 0), z(0, 1)), (0.5, 1.0)),
+             (lib.ct_addmm, torch.addmm, (z(2, 1), z(2, 0), z(0, 1)), (0.5, 1.0)),
+             (lib.ct_addmm, torch.addmm, (z(0, 1), z(0, 3), z(3, 1)), (1.0, 300.0)),
+             (lib.ct_baddbmm, torch.baddbmm, (z(0, 3, 1), z(0, 3, 4), z(0, 4, 1)), (1.0, -0.5)),
+             (lib.ct_baddbmm, torch.baddbmm, (z(0, 3, 1), z(0, 3, 0), z(0, 0, 1)), (0.5, 1.0)),
+             (lib.ct_baddbmm, torch.baddbmm, (z(1, 3, 1), z(1, 3, 0), z(1, 0, 1)), (0.5, 1.0))]
+    for cfn, tfn, args, (beta, alpha) in cases:
+        ct.assert_same_outcome(lambda: cfn(*[ct.from_torch(t) for t in args], beta, alpha),
+                               lambda: tfn(*args, beta=beta, alpha=alpha), f"{tfn.__name__} {beta} {alpha}: ",
+                               compare=lambda got, want: ct.assert_close(got, want))
