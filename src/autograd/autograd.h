@@ -185,7 +185,6 @@ static inline void ag_node_release(Node *n) {
 }
 CT_INTERNAL void ag_set_history(TensorImpl *out, Node *fn, int output_nr);
 CT_INTERNAL void ag_name_node(TensorImpl *t, int op, const char *name);
-CT_INTERNAL const char *ag_legacy_type_name(ct_dtype d); /* "FloatTensor", as torch's type names */
 CT_INTERNAL void ag_save(SavedVariable *sv, TensorImpl *t, bool is_output);
 /* The saved tensor for backward: new reference, or NULL with the error
  * ("Trying to backward through the graph a second time ..." or the in-place

@@ -21,8 +21,8 @@ void ag_hooks_free(Hook *h) {
 /* torch's check_variable_result: a replacement keeps the gradient's type and size. */
 COLD_CODE static int check_hook_result(const TensorImpl *was, const TensorImpl *got) {
     if (was->dtype != got->dtype || was->device != got->device)
-        return c10_error_int("hook has changed the type of value (was torch.%s got torch.%s)",
-                             ag_legacy_type_name(was->dtype), ag_legacy_type_name(got->dtype));
+        return c10_error_int("hook has changed the type of value (was %s got %s)", c10_dtype_legacy_name(was->dtype),
+                             c10_dtype_legacy_name(got->dtype));
     if (was->ndim != got->ndim || memcmp(was->sizes, got->sizes, sizeof(int64_t) * (size_t)was->ndim))
         return c10_error_int("hook has changed the size of value (was %s got %s)", c10_shape_str(was->sizes, was->ndim),
                              c10_shape_str(got->sizes, got->ndim));

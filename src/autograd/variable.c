@@ -266,13 +266,6 @@ void ag_save(SavedVariable *sv, TensorImpl *t, bool is_output) {
     sv->is_output = is_output;
 }
 
-const char *ag_legacy_type_name(ct_dtype d) {
-    static const char *const names[CT_NUM_DTYPES] = {
-        "BoolTensor", "ByteTensor", "CharTensor", "ShortTensor", "IntTensor",
-        "LongTensor", "HalfTensor", "BFloat16Tensor", "FloatTensor", "DoubleTensor"};
-    return names[d];
-}
-
 /* 0 when sv can be used, else -1 with the error ("Trying to backward through
  * the graph a second time ..." or the in-place version message). */
 static int check_saved(Node *n, SavedVariable *sv, int output_nr) {
@@ -290,8 +283,8 @@ static int check_saved(Node *n, SavedVariable *sv, int output_nr) {
         Node *fn = sv->is_output ? n : ag_grad_fn(t);
         if (fn) snprintf(owner, sizeof owner, ", which is output %d of %s,", sv->is_output ? output_nr : t->autograd->output_nr, fn->name);
         return c10_error_int("one of the variables needed for gradient computation has been modified by an inplace "
-                             "operation: [torch.%s %s]%s is at version %u; expected version %u instead. Hint: %s",
-                             ag_legacy_type_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version,
+                             "operation: [%s %s]%s is at version %u; expected version %u instead. Hint: %s",
+                             c10_dtype_legacy_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version,
                              ag_anomaly ? "the backtrace further above shows the operation that failed to compute its "
                                           "gradient. The variable in question was changed in there or anywhere later. "
                                           "Good luck!"

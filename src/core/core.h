@@ -125,6 +125,9 @@ static inline bool c10_is_integral(ct_dtype d, bool include_bool) {
 static inline bool c10_dtype_valid(int d) { return d >= 0 && d < CT_NUM_DTYPES; }
 /* PyTorch's spelling of a dtype in messages: "float", "long", "bool" ... */
 CT_INTERNAL const char *c10_dtype_cname(ct_dtype d);
+/* torch's legacy tensor type name (toString of its DeprecatedTypeProperties), in older
+ * messages: "torch.FloatTensor", and for the types it never named, "CPUBoolType". */
+CT_INTERNAL const char *c10_dtype_legacy_name(ct_dtype d);
 /* The C++ type name some torch messages use (caffe2::TypeMeta): "long int", "c10::Half". */
 CT_INTERNAL const char *c10_dtype_cpp_name(ct_dtype d);
 CT_INTERNAL ct_dtype c10_promote(ct_dtype a, ct_dtype b);

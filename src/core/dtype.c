@@ -25,6 +25,13 @@ const char *c10_dtype_cname(ct_dtype d) {
     return c10_dtype_valid((int)d) ? names[d] : "invalid dtype";
 }
 
+const char *c10_dtype_legacy_name(ct_dtype d) {
+    static const char *const names[CT_NUM_DTYPES] = {
+        "CPUBoolType",       "torch.ByteTensor",  "torch.CharTensor", "torch.ShortTensor", "torch.IntTensor",
+        "torch.LongTensor",  "torch.HalfTensor",  "CPUBFloat16Type",  "torch.FloatTensor", "torch.DoubleTensor"};
+    return c10_dtype_valid((int)d) ? names[d] : "invalid dtype";
+}
+
 const char *c10_dtype_cpp_name(ct_dtype d) {
     static const char *const names[CT_NUM_DTYPES] = {"bool", "unsigned char", "signed char", "short int", "int",
                                                      "long int", "c10::Half", "c10::BFloat16", "float", "double"};

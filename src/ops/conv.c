@@ -147,9 +147,9 @@ static int conv_check(const int64_t *i, const TensorImpl *x, const TensorImpl *w
                              op, (long long)in[1], (long long)ker[1]);
     }
     if (nsp == 1 && b && b->dtype != x->dtype && torch_mkldnn(x, w, xs, nsp, g->groups)) /* mkldnn's words */
-        return c10_error_int("%s: Input type (torch.%sTensor) and bias type (torch.%sTensor) should be the same or "
+        return c10_error_int("%s: Input type (%s) and bias type (%s) should be the same or "
                              "input should be a MKLDNN tensor and bias is a dense tensor", op,
-                             c10_dtype_cname(x->dtype), c10_dtype_cname(b->dtype));
+                             c10_dtype_legacy_name(x->dtype), c10_dtype_legacy_name(b->dtype));
     if ((nsp == 2 && i[5] <= 0) || i[6] <= 0) { /* the backend's check, after the shapes (torch: conv1d runs
                                                    as conv2d of dilation [1, d]) */
         if (torch_mkldnn(x, w, xs, nsp, g->groups))

@@ -2088,9 +2088,8 @@ static int emb_check(const TensorImpl *weight, const TensorImpl *indices) {
     if (weight && weight->ndim != 2) return c10_error_int("embedding: 'weight' must be 2-D");
     if (indices->dtype != CT_INT64 && indices->dtype != CT_INT32)
         return c10_error_int("embedding: Expected tensor for argument #1 'indices' to have one of the following "
-                             "scalar types: Long, Int; but got torch.%sTensor instead (while checking arguments for "
-                             "embedding)",
-                             c10_dtype_cname(indices->dtype));
+                             "scalar types: Long, Int; but got %s instead (while checking arguments for embedding)",
+                             c10_dtype_legacy_name(indices->dtype));
     if (indices->ndim + 1 > CT_MAX_DIMS) return c10_error_int("embedding: too many dimensions");
     return 0;
 }

@@ -45,6 +45,7 @@ for row in [
     ("ct_matmul", T, [CT, CT]),
     ("ct_linear", T, [CT, CT, CT]),
     ("ct_l1_loss", T, [CT, CT, c_int]),
+    ("ct_add_scalar_", c_int, [T, c_double]),
 ]:
     ct.declare(*row)
 lib = ct.lib
@@ -354,3 +355,21 @@ def test_grad_of_no_inputs_in_torchs_words():
                                 False, False, False) == -1
     assert str(e.value) in ct.last_error()
     ct.clear_error()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_version_error_names_the_type_as_torch(dtype):
+    """[torch.DoubleTensor [3]], and torch's CPUBFloat16Type for bfloat16"""
+    def torch_side():
+        x = torch.ones(3, dtype=torch.float32).to(dtype).requires_grad_()
+        y = x.exp()
+        y.add_(1)
+        y.sum().backward()
+    want = ct.torch_error(torch_side)
+    if dtype == torch.float16 and "not implemented" in (want or ""):
+        pytest.skip("torch 1.13 has no CPU half exp")
+    hx = leaf(torch.ones(3, dtype=dtype))
+    hy = ct.check(lib.ct_exp(hx))
+    assert lib.ct_add_scalar_(hy, 1.0) == 0
+    ct.clear_error()
+    ct.assert_error(lib.ct_backward(ct.check(lib.ct_sum(hy)), None), want)

@@ -671,6 +671,14 @@ def test_index_add_of_uint8_by_minus_one():
     close(lib.ct_index_add(h(x), 0, h(idx), h(src), -1.0), x.index_add(0, idx, src, alpha=-1))
 
 
+def test_embedding_names_index_types_as_torch():
+    """torch's legacy type names: torch.FloatTensor, and CPUBoolType / CPUBFloat16Type"""
+    w = torch.ones(4, 2)
+    for dt in (torch.bool, torch.bfloat16, torch.float32, torch.uint8, torch.float16):
+        i = torch.tensor([1]).to(dt)
+        ct.assert_error(lib.ct_embedding(h(w), h(i), -1), ct.torch_error(lambda: torch.embedding(w, i)), str(dt))
+
+
 def test_clamp_of_bool_by_one_bool_bound():
     """one bound alone is torch's clamp_min / clamp_max, which take bool; both refuse it"""
     b, lo, hi = torch.tensor([True, False, True]), torch.tensor([True, True, False]), torch.tensor([False, True, True])
