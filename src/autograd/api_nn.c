@@ -143,7 +143,7 @@ ct_tensor *ct_hardtanh(const ct_tensor *a, double min_val, double max_val) {
     bool fits = min_val >= -0x1p63 && min_val < 0x1p63 && max_val >= -0x1p63 && max_val < 0x1p63;
     if (x && !c10_is_float(x->dtype) && x->dtype != CT_BOOL && !fits) /* bounds as int64 Scalars (after bool) */
         return c10_error("hardtanh: value cannot be converted to type int64_t without overflow");
-    if (x && x->dtype == CT_UINT8 && (min_val < 0 || max_val < 0))
+    if (x && x->dtype == CT_UINT8 && (trunc(min_val) < 0 || trunc(max_val) < 0)) /* torch's toLong()s */
         return c10_error("hardtanh: cannot do hardtanh on an unsigned type with negative limits");
     return act(OP_hardtanh, a, min_val, max_val);
 }

@@ -16,6 +16,13 @@ static TensorImpl *masked(TensorImpl *a, TensorImpl *cond) {
     return zero ? F(ag_call1(OP_where, &w)) : NULL;
 }
 #define MASKED(a, cond) masked(a, cond)
+/* where(cond, v, b): the number v where cond holds, else b */
+static TensorImpl *where_sv(TensorImpl *cond, double v, TensorImpl *b) {
+    if (!b || !cond) return NULL;
+    TensorImpl *s = F(ag_wrapped_scalar(v, b->dtype));
+    OpArgs w = {.t = {cond, s, b}, .nt = 3};
+    return s ? F(ag_call1(OP_where, &w)) : NULL;
+}
 /* torch's elu_backward of the input: g alpha e^x where x <= 0, else g (+inf
  * and NaN too). e^x of x where x < 0 (else of 0): its own derivative is then
  * torch's elu_double_backward, 0 from x = 0 up, not NaN where e^x overflows */
@@ -65,10 +72,9 @@ static TensorImpl *softplus_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x, do
     (void)c;
     if (fused_grad(x)) return F(at_act_grad(OP_softplus, g, x, (const double[]){beta, th}));
     TensorImpl *bx = MULS(x, beta);
-    TensorImpl *above = GTS(bx, th);
-    TensorImpl *s = SIGMOID(bx);
-    /* s + above * (1 - s) */
-    return MUL(g, ADD(s, MUL(above, RSUBS(s, 1))));
+    /* 1 above the threshold, sigmoid(beta x) at it (a constant: torch's double
+     * backward masks with beta x < threshold) and below it (NaN kept) */
+    return MUL(g, where_sv(GTS(bx, th), 1, where_sv(EQS(bx, th), 1 / (1 + exp(-th)), SIGMOID(bx))));
 }
 #define SOFTPLUS_BWD(g, x, b, t) softplus_bwd(c, g, x, b, t)
 

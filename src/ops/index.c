@@ -91,8 +91,11 @@ static void *prefix_error_p(const char *op) {
 
 /* A contiguous int64 copy of an index tensor (or the tensor itself). */
 static TensorImpl *as_long(const TensorImpl *t) {
-    if (t->dtype == CT_INT64) return at_contiguous(t);
-    return at_to_dtype(t, CT_INT64);
+    TensorImpl *c = at_contiguous(t); /* row-major (at_to_dtype would keep a permuted layout) */
+    if (!c || t->dtype == CT_INT64) return c;
+    TensorImpl *l = at_to_dtype(c, CT_INT64);
+    c10_release(c);
+    return l;
 }
 
 static const int64_t *ldata(const TensorImpl *t) { return (const int64_t *)c10_data(t); }

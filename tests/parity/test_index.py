@@ -679,6 +679,16 @@ def test_embedding_names_index_types_as_torch():
         ct.assert_error(lib.ct_embedding(h(w), h(i), -1), ct.torch_error(lambda: torch.embedding(w, i)), str(dt))
 
 
+@pytest.mark.parametrize("idt", [torch.int32, torch.int64], ids=str)
+def test_embedding_of_permuted_indices(idt):
+    """indices are read in their logical order whatever their layout or dtype"""
+    w = torch.arange(8.0, dtype=torch.float64).reshape(4, 2)
+    idx = torch.tensor([[0, 1, 2], [3, 0, 1]], dtype=idt).t().contiguous().t()
+    assert idx.stride() == (1, 2)
+    grad_check(lambda ww, i: lib.ct_embedding(ww, i, -1), lambda ww, i: torch.embedding(ww, i, -1), [w, idx], [0],
+               "embedding of permuted indices: ")
+
+
 def test_clamp_of_bool_by_one_bool_bound():
     """one bound alone is torch's clamp_min / clamp_max, which take bool; both refuse it"""
     b, lo, hi = torch.tensor([True, False, True]), torch.tensor([True, True, False]), torch.tensor([False, True, True])

@@ -1224,3 +1224,29 @@ def test_batch_norm_zero_variance_without_eps_and_statistics_ranks():
     msg = ct.torch_message(ct.torch_error(lambda: Fn.batch_norm(xh, torch.zeros(3), torch.ones(3), training=False)))
     ct.assert_error(lib.ct_batch_norm(ct.from_torch(xh), ct.from_torch(torch.zeros(3)), ct.from_torch(torch.ones(3)),
                                       None, None, False, 0.1, 1e-5), msg)
+
+
+ct.declare("ct_softplus", T, [CT, c_double, c_double])
+
+
+@pytest.mark.parametrize("beta,th,vals", [(1.0, 1.0, [1.0, 0.5, 1.5, -2.0]), (20.0, 0.0, [0.0, -0.0, 0.1, -0.1]),
+                                          (2.0, 3.0, [1.5, 1.4, float("nan"), 1.6])], ids=str)
+def test_softplus_second_derivative_at_the_threshold(beta, th, vals):
+    """torch's softplus_double_backward masks with beta x < threshold: at it, the first
+    derivative is sigmoid(beta x) and the second 0"""
+    x = torch.tensor(vals, dtype=torch.float64)
+    tx = x.clone().requires_grad_()
+    (g1,) = torch.autograd.grad(Fn.softplus(tx, beta, th).sum(), [tx], create_graph=True)
+    (g2,) = torch.autograd.grad(g1.sum(), [tx])
+    hx = leaf(x)
+    c1 = ct.grads_of(ct.check(lib.ct_softplus(hx, beta, th)), hx, torch.ones(len(vals), dtype=torch.float64))
+    ct.assert_close(c1, g1.detach(), rtol=1e-14, atol=0, what="first: ")
+    c2 = ct.grads_of(c1, hx, torch.ones(len(vals), dtype=torch.float64))
+    ct.assert_close(c2, g2, rtol=1e-14, atol=0, what="second: ")
+
+
+def test_hardtanh_of_uint8_takes_its_bounds_truncated():
+    x = torch.tensor([0, 3, 200], dtype=torch.uint8)
+    for lo, hi in ((-0.5, 2.0), (-1.0, 2.0), (0.7, 2.9), (0.0, -0.5)):
+        ct.assert_same_outcome(lambda: lib.ct_hardtanh(ct.from_torch(x), lo, hi), lambda: Fn.hardtanh(x, lo, hi),
+                               f"hardtanh({lo}, {hi}): ", compare=lambda got, want: ct.assert_close(got, want))
