@@ -104,7 +104,7 @@ static int check(Eval *e, const Names *nm, double eps, double atol, double rtol)
         if (t->device != CT_CPU) return c10_error_int("%s: input %d is not on the CPU", what, i);
         if (c10_has_internal_overlap(t))
             return c10_error_int("The %dth input has a dimension with stride 0. gradcheck only supports inputs that "
-                                 "are non overlapping to be able to compute the numerical gradients correctly. You "
+                                 "are non-overlapping to be able to compute the numerical gradients correctly. You "
                                  "should call .contiguous on the input before passing it to gradcheck.", i);
         di[nd++] = i;
     }
@@ -160,9 +160,12 @@ static int check(Eval *e, const Names *nm, double eps, double atol, double rtol)
     int64_t max_in = 0;
     for (int a = 0; a < nd; a++) max_in = in[di[a]]->numel > max_in ? in[di[a]]->numel : max_in;
     if (rc == 0 && !(row = malloc(sizeof(double) * (size_t)(max_in ? max_in : 1)))) rc = c10_error_int("out of memory");
+    bool diff[GC_MAX] = {0}; /* torch's differentiable outputs: those requiring grad */
+    int ndiff = 0;
     for (int o = 0; o < m && rc == 0; o++) {
         TensorImpl *y = c10_unwrap(outs[o]);
-        if (!e->floating[o] || !ag_requires_grad(y)) continue; /* analytical zeros */
+        if (!e->floating[o] || !ag_requires_grad(y)) continue; /* not compared */
+        diff[o] = true, ndiff++;
         for (int64_t k = 0; k < y->numel && rc == 0; k++) {
             ct_scope_begin();
             TensorImpl *u = c10_full(y->sizes, y->ndim, 0, y->dtype, CT_CPU);
@@ -198,9 +201,16 @@ static int check(Eval *e, const Names *nm, double eps, double atol, double rtol)
     ct_scope_end();
     ag_set_grad_enabled(prev);
 
-    /* ---- compare ---- */
+    /* ---- compare ---- (no differentiable output: the numerical Jacobian must be 0) */
+    for (int o = 0; o < e->nout && rc == 0 && !ndiff; o++)
+        for (int a = 0; a < nd && e->floating[o] && rc == 0; a++)
+            for (int64_t j = 0; j < in[di[a]]->numel * e->numel[o] && rc == 0; j++)
+                if (num[(size_t)((base[a] + j / e->numel[o]) * total + e->off[o] + j % e->numel[o])] != 0) {
+                    c10_error("%s: Numerical gradient for function expected to be zero", what);
+                    rc = 1;
+                }
     for (int o = 0; o < e->nout && rc == 0; o++) {
-        if (!e->floating[o]) continue;
+        if (!diff[o]) continue;
         for (int a = 0; a < nd && rc == 0; a++) {
             for (int64_t j = 0; j < in[di[a]]->numel && rc == 0; j++) {
                 for (int64_t k = 0; k < e->numel[o]; k++) {

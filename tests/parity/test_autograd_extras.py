@@ -1,6 +1,7 @@
 """Parity of custom functions, gradcheck, torch.autograd.functional and graph
 printing with PyTorch. Expected values come from torch at test time."""
 import ctypes
+import importlib
 import math
 import re
 from ctypes import POINTER, Structure, c_bool, c_char_p, c_double, c_int, c_size_t, c_void_p
@@ -353,6 +354,43 @@ def test_gradcheck_multi_output():
     cb = FN_MULTI(two)
     a, b = leaf(rand((2, 3), 15)), leaf(rand((3,), 16))
     assert lib.ct_gradcheck_multi(cb, arr(a, b), 2, None, 1e-6, 1e-5, 1e-3) == 1
+
+
+@pytest.mark.parametrize("case", ["detached_beside", "detached_alone", "constant_alone", "stride0"])
+def test_gradcheck_takes_torchs_differentiable_outputs(case):
+    """torch's gradcheck compares only the outputs that require grad; with none, the
+    numerical Jacobian must be zero; an input with a stride-0 dim is refused"""
+    x = rand((2, 3), 17)
+    tfns = {"detached_beside": lambda t: (t.detach(), t.sin()), "detached_alone": lambda t: (t.detach() * 2,),
+            "constant_alone": lambda t: (torch.zeros(3, dtype=t.dtype),), "stride0": lambda t: (t.sin(),)}
+
+    def cfn(inputs, n, outputs, cap, ctx):
+        h = inputs[0]
+        if case == "detached_beside":
+            outputs[0], outputs[1] = lib.ct_detach(h), lib.ct_sin(h)
+            return 2
+        if case == "detached_alone":
+            outputs[0] = lib.ct_mul_scalar(lib.ct_detach(h), 2.0)
+        elif case == "constant_alone":
+            outputs[0] = ct.from_torch(torch.zeros(3, dtype=torch.float64))
+        else:
+            outputs[0] = lib.ct_sin(h)
+        return 1
+    tx = (x[:1].expand(2, 3) if case == "stride0" else x).detach().requires_grad_()
+    gradcheck_error = importlib.import_module("torch.autograd.gradcheck").GradcheckError
+    try:
+        torch.autograd.gradcheck(tfns[case], (tx,))
+        ok, want = True, None
+    except (gradcheck_error, RuntimeError) as e:
+        ok, want = False, str(e)
+    h = ct.from_torch(tx.detach())
+    lib.ct_set_requires_grad(h, True)
+    ct.clear_error()
+    got = lib.ct_gradcheck_multi(FN_MULTI(cfn), arr(h), 1, None, 1e-6, 1e-5, 1e-3)
+    if ok:
+        assert got == 1, ct.last_error()
+    else:
+        assert got in (0, -1) and want.split("\n")[0] in (ct.last_error() or ""), (got, ct.last_error(), want)
 
 
 # ------------------------------------------------------------------ graph
