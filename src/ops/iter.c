@@ -52,7 +52,7 @@ typedef struct {
 /* A double as a Python number: int when integral, else float. NaN is a float,
  * and so is -0.0 (an int has no sign of zero: uint8 / -0.0 is -inf in torch). */
 ct_dtype scalar_dtype(double v) {
-    bool integral = v > -9.2e18 && v < 9.2e18 && v == (double)(int64_t)v && !(v == 0 && signbit(v));
+    bool integral = v >= -0x1p63 && v < 0x1p63 && v == (double)(int64_t)v && !(v == 0 && signbit(v)); /* int64's */
     return integral ? CT_INT64 : CT_FLOAT32;
 }
 

@@ -1308,3 +1308,42 @@ def test_gelu_grads():
     (cg,) = ct.grads_of(ct.check(L.ct_gelu(hx, None)), [hx], v)
     (cgg,) = ct.grads_of(cg, [hx], w)
     ct.assert_close(cgg, tgg, rtol=1e-12, atol=1e-12, what="gelu second order: ")
+
+
+ct.declare("ct_pow_scalar", T, [T, c_double])
+ct.declare("ct_bitwise_and_scalar", T, [T, c_double])
+ct.declare("ct_add_scalar", T, [T, c_double])
+
+
+def test_pow_by_a_number_keeps_the_exponent_in_double():
+    """torch's pow(Tensor, Scalar) of float32 (and of integers, whose result is
+    float32) runs fewer than 16 elements through std::pow(float, double): the
+    exponent is not rounded to float there (its vector loop rounds it)"""
+    cases = [(torch.tensor([0.0, 2.0]), 1e-320), (torch.tensor([12], dtype=torch.int8), 13.226909360216716),
+             (torch.tensor([4.2529]), 4.4709), (torch.tensor([31], dtype=torch.int16), 17.616812345),
+             (torch.tensor([-2.0, 2.0, -0.0, 3.0, -8.0]), 3.0000001), (torch.tensor([1.5, -1.5]), 2.0 ** 54)]
+    for x, e in cases:
+        want = torch.pow(x, e)
+        got = ct.check(ct.lib.ct_pow_scalar(ct.from_torch(x), e))
+        ct.assert_close(got, want, rtol=1.2e-7, atol=0, what=f"{x.tolist()} ** {e}: ")  # 1 ulp
+
+
+def test_signs_of_zero_as_torch():
+    """tanh(-0) is -0 in every float dtype; maximum / minimum of -0 and 0 give the first
+    (torch's std::max / std::min)"""
+    for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        z = torch.tensor([-0.0, 0.0]).to(dt)
+        assert ct.to_torch(ct.check(ct.lib.ct_tanh(ct.from_torch(z)))).signbit().tolist() == [True, False], dt
+        a, b = torch.tensor([-0.0, 0.0, 1.0]).to(dt), torch.tensor([0.0, -0.0, 1.0]).to(dt)
+        for name in ("maximum", "minimum"):
+            want = getattr(torch, name)(a, b) if dt != torch.float16 else getattr(torch, name)(a.float(), b.float())
+            got = ct.to_torch(ct.check(getattr(ct.lib, "ct_" + name)(ct.from_torch(a), ct.from_torch(b))))
+            assert got.signbit().tolist() == want.signbit().tolist(), (name, dt)
+
+
+def test_integral_numbers_up_to_int64s_range_are_ints():
+    x = torch.tensor([1, 2], dtype=torch.int64)
+    for v in (9.2e18, 9.22e18, -2.0 ** 63):
+        ct.assert_close(ct.check(ct.lib.ct_bitwise_and_scalar(ct.from_torch(x), v)), torch.bitwise_and(x, int(v)))
+        x8 = x.to(torch.int8)
+        ct.assert_close(ct.check(ct.lib.ct_add_scalar(ct.from_torch(x8), v)), torch.add(x8, int(v)))

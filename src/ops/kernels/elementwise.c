@@ -54,8 +54,9 @@ static inline int64_t fault(int kind) {
 #define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * ((x) + (T)0.044715 * (x) * (x) * (x)))))
 #define softplus_(x, beta, th) ((x) * (beta) > (th) ? (x) : _Generic((x), float: vm_log1p_expf, default: vm_log1p_exp_d)((x) * (beta)) / (beta))
 #define nan_to_num_(x, nan, pinf, ninf) ((x) != (x) ? (nan) : (x) == (T)INFINITY ? (pinf) : (x) == -(T)INFINITY ? (ninf) : (x))
-#define fmaximum_(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) > (y) ? (x) : (y))
-#define fminimum_(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) < (y) ? (x) : (y))
+/* NaN wins; otherwise std::max / std::min as torch's scalar loop: x on a tie (-0 vs 0) */
+#define fmaximum_(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (x) < (y) ? (y) : (x))
+#define fminimum_(x, y) ((x) != (x) ? (x) : (y) != (y) ? (y) : (y) < (x) ? (y) : (x))
 #define idiv_trunc_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (y) == -1 ? (T)(0 - (uint64_t)(x)) : (T)((x) / (y)))
 #define idiv_floor_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (T)ifloordiv((int64_t)(x), (int64_t)(y)))
 #define iremainder_(x, y) ((y) == 0 ? (T)fault(FAULT_ZERO_DIV) : (T)iremainder((int64_t)(x), (int64_t)(y)))
@@ -203,8 +204,14 @@ enum { K_FLOAT, K_ALL, K_ROUND, K_TEST, K_ARITH, K_DIV, K_FLOAT2, K_CMP, K_LOGIC
 HAND_KERNELS(HAND_KERNEL)
 static void h_pow_f32(int64_t n, char **p, const double *s) {
     (void)s;
-    vm_powf_n((float *)p[0], (const float *)p[1], (const float *)p[2], n);
+    vm_powf_n((float *)p[0], (const float *)p[1], (const float *)p[2], 0, n);
 }
+/* float32 ** a number with the exponent kept in double (s[0]): torch's scalar
+ * loop, std::pow(float, double), which runs fewer than 16 elements (two AVX2
+ * vectors) alone; its vector loop rounds the exponent to float (so does
+ * h_pow_f32), and ctorch takes that from 16 elements on (torch's last n % 16
+ * elements of a contiguous run would take double again) */
+static void h_pows_f32(int64_t n, char **p, const double *s) { vm_powf_n((float *)p[0], (const float *)p[1], NULL, s[0], n); }
 
 /* float32 rows through vmath.h's vm_map16 (evaluated in double, 16 at a
  * time), and log2 / log10 through vm_logbf_n. No fused 16-bit kernels for
@@ -771,11 +778,13 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
                        : e == 2    ? kernels[OP_square][compute]
                        : e == 3    ? (f ? k_pow3_f32 : k_pow3_f64)
                        : e == -2   ? (f ? k_powm2_f32 : k_powm2_f64)
+                       : f && a->t[0]->numel < 16 ? h_pows_f32 /* torch's scalar loop: see h_pows_f32 */
                                    : NULL;
         if (sk) {
             k = sk;
             nin = 1;
             b.nt = 1;
+            b.s[0] = e;
         }
     }
     /* Inputs of another dtype are cast to the common dtype before the kernel

@@ -225,7 +225,7 @@ static inline float vm_tanhf(float x) {
     float e = vm_expf(2.0f * (ax > 44.0f ? 44.0f : ax));
     float big = 1.0f - 2.0f / (e + 1.0f);
     big = x < 0 ? -big : big;
-    return ax < 0.625f ? small : big;
+    return x == 0 ? x : ax < 0.625f ? small : big; /* -0 kept (the polynomial's sum gives +0) */
 }
 
 /* ---- double ----
@@ -758,7 +758,7 @@ VM_EXP_ARRAYS(double, _d, vm_exp_d)
  * on AVX2. Through the full-precision vm_log_d / vm_exp_d it took 1.6x Sleef's
  * time there, where 64-bit arithmetic shifts and int64 conversions do not
  * vectorise; this uses neither. */
-static inline float vm_powf_abs(float ax, float y) {
+static inline float vm_powf_abs(float ax, double y) {
     int sub = ax < 0x1p-126f; /* subnormals: scale into the normal range */
     int32_t bits = vm_float_to_bits(sub ? ax * 0x1p23f : ax);
     float m = vm_bits_to_float((bits & 0x007fffff) | 0x3f800000); /* [1, 2) */
@@ -768,7 +768,7 @@ static inline float vm_powf_abs(float ax, float y) {
     double fd = f, s = fd / (2.0 + fd), z = s * s, z2 = z * z, z4 = z2 * z2;
     double p = VM_FMA(z4, VM_FMA(z2, 1.0 / 15, VM_FMA(z, 1.0 / 13, 1.0 / 11)),
                       VM_FMA(z2, VM_FMA(z, 1.0 / 9, 1.0 / 7), VM_FMA(z, 1.0 / 5, 1.0 / 3)));
-    double t = (double)y * VM_FMA(k, 0x1.62e42fefa39efp-1, VM_FMA(2.0 * s * z, p, 2.0 * s));
+    double t = y * VM_FMA(k, 0x1.62e42fefa39efp-1, VM_FMA(2.0 * s * z, p, 2.0 * s));
     t = t > 200.0 ? 200.0 : t < -200.0 ? -200.0 : t; /* NaN stays */
     double kk = VM_FMA(t, 0x1.71547652b82fep0, VM_SHIFTER), nd = kk - VM_SHIFTER; /* 1/ln2 */
     double r = VM_FMA(nd, -VM_LN2_LO, VM_FMA(nd, -VM_LN2_HI, t)), r2 = r * r, r4 = r2 * r2;
@@ -781,27 +781,31 @@ static inline float vm_powf_abs(float ax, float y) {
     res = ax == __builtin_inff() ? (y < 0 ? 0.0f : __builtin_inff()) : res;
     return ax != ax || y != y ? ax + y : res;
 }
-static inline float vm_powf(float x, float y) {
+/* y in double: a float's exactly, or pow(Tensor, Scalar)'s exponent as torch's
+ * std::pow(float, double) takes it */
+static inline float vm_powf(float x, double y) {
     float ax = __builtin_fabsf(x), r = vm_powf_abs(ax, y);
-    bool yint = y == __builtin_truncf(y), neg = __builtin_signbit(x);
-    float yo = __builtin_fabsf(y) < 0x1p24f ? 0.5f * y : 0; /* floats from 2^24 on are even */
-    bool odd = yint && yo != __builtin_truncf(yo);          /* no float -> int (no int64 on AVX2) */
+    bool yint = y == __builtin_trunc(y), neg = __builtin_signbit(x);
+    double yo = __builtin_fabs(y) < 0x1p53 ? 0.5 * y : 0; /* doubles from 2^53 on are even */
+    bool odd = yint && yo != __builtin_trunc(yo);          /* no double -> int (no int64 on AVX2) */
     r = neg && odd ? -r : r;
     r = neg && !yint && ax != 0 && ax != __builtin_inff() ? __builtin_nanf("") : r;
     r = (x == -1 && __builtin_isinf(y)) || y == 0 || x == 1 ? 1 : r;
     return r;
 }
-/* o = a^b for n floats, 16 at a time through one vectorised body (a short
- * block through buffers): inlined in a plain loop, its vector, narrower and
- * scalar copies took 8 KB */
-static inline void vm_powf_n(float *o, const float *a, const float *b, int64_t n) {
+/* o = a^b for n floats (b NULL: the double e for all), 16 at a time through
+ * one vectorised body (a short block through buffers): inlined in a plain
+ * loop, its vector, narrower and scalar copies took 8 KB */
+static inline void vm_powf_n(float *o, const float *a, const float *b, double e, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
-        float xb[16] = {0}, yb[16] = {0}, rb[16];
+        float xb[16] = {0}, rb[16];
+        double yb[16];
         int m = n - i < 16 ? (int)(n - i) : 16;
-        if (m < 16) memcpy(xb, a + i, (size_t)m * sizeof *xb), memcpy(yb, b + i, (size_t)m * sizeof *yb);
-        const float *restrict x = m < 16 ? xb : a + i, *restrict y = m < 16 ? yb : b + i;
+        if (m < 16) memcpy(xb, a + i, (size_t)m * sizeof *xb);
+        for (int j = 0; j < 16; j++) yb[j] = b ? (j < m ? b[i + j] : 0) : e;
+        const float *restrict x = m < 16 ? xb : a + i;
         float *restrict r = m < 16 ? rb : o + i;
-        for (int j = 0; j < 16; j++) r[j] = vm_powf(x[j], y[j]);
+        for (int j = 0; j < 16; j++) r[j] = vm_powf(x[j], yb[j]);
         if (m < 16) memcpy(o + i, rb, (size_t)m * sizeof *rb);
     }
 }
