@@ -56,9 +56,36 @@ ct_tensor *ct_scalar(double value) { return ct_scalar_dtype(value, CT_FLOAT32); 
 ct_tensor *ct_scalar_dtype(double value, ct_dtype dtype) { return ct_full(NULL, 0, value, dtype); }
 
 
-/* Values are computed in double and then converted, as PyTorch's range kernels
- * do (its 16-bit floats: in float, then per vector in 16 bits, an ulp apart);
- * integer dtypes in int64 (torch's accumulate type), wrapped into the dtype. */
+/* torch 1.13's arange and linspace kernels run cpu_serial_kernel_vec (AVX2, as
+ * Debian builds it) over one chunk: pairs of 32-byte vectors, each vector's
+ * lanes base + k * step from a base computed at its first index, then the last
+ * n % (2 W) elements one by one. The first index of i's vector, or -1 in the
+ * scalar tail. (Above torch's grain, 32768 elements, its threads split the
+ * range and each part has a tail: not followed.) */
+static int64_t vec_first(int64_t i, int64_t n, ct_dtype d) {
+    int64_t w = 32 / (int64_t)c10_elsize[d];
+    return i < n - n % (2 * w) ? i - i % w : -1;
+}
+/* v as a value of d: d's own arithmetic (a float result narrowed to the 16-bit
+ * types as c10::Half's operators do), or an integer's truncation */
+/* a * b + c as torch's kernels compute it: GCC contracts it to one fused
+ * multiply-add (its default -ffp-contract=fast, with -mfma in the AVX2 build)
+ * in float or double, not across a 16-bit type's rounding */
+static double fma_dt(double a, double b, double c, ct_dtype d) {
+    if (d == CT_FLOAT32) return fmaf((float)a, (float)b, (float)c);
+    if (d == CT_FLOAT64) return fma(a, b, c);
+    return a * b + c; /* not reached for 16-bit steps: their products round first */
+}
+static double as_dt(double v, ct_dtype d) {
+    if (d == CT_FLOAT64) return v;
+    char tmp[8];
+    c10_store_double(tmp, d, c10_is_float(d) ? (double)(float)v : v);
+    return c10_load_double(tmp, d);
+}
+
+/* arange's values: start + step * i in the accumulate type (double for float32 and
+ * float64, float for the 16-bit floats), a vector's lanes from its base in the dtype;
+ * integers in int64, wrapped into the dtype (exact either way). */
 COLD_CODE static ct_tensor *fill_linear(int64_t n, double start, double step, ct_dtype dtype) {
     TensorImpl *t = c10_empty(&n, 1, dtype, CT_CPU);
     if (!t) return NULL;
@@ -70,8 +97,17 @@ COLD_CODE static ct_tensor *fill_linear(int64_t n, double start, double step, ct
             int64_t v = (int64_t)(s0 + st * (uint64_t)i);
             c10_convert(d + i * es, dtype, &v, CT_INT64, 1);
         }
-    } else {
-        for (int64_t i = 0; i < n; i++) c10_store_double(d + i * es, dtype, start + step * (double)i);
+        return c10_wrap(t);
+    }
+    ct_dtype acc = dtype == CT_FLOAT16 || dtype == CT_BFLOAT16 ? CT_FLOAT32 : CT_FLOAT64;
+    double s = as_dt(start, acc), st = as_dt(step, acc);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t b = vec_first(i, n, dtype), k = b < 0 ? i : b; /* the index its base is computed at */
+        double v = fma_dt(st, as_dt((double)k, acc), s, acc);
+        if (b >= 0) /* base (in the dtype) + k * step: fused for float32 / float64, not after a 16-bit base */
+            v = acc == CT_FLOAT64 ? fma_dt((double)(i - b), st, as_dt(v, dtype), acc)
+                                  : as_dt(as_dt(v, dtype) + as_dt(st * (double)(i - b), acc), acc);
+        c10_store_double(d + i * es, dtype, v);
     }
     return c10_wrap(t);
 }
@@ -108,28 +144,36 @@ COLD_CODE ct_tensor *ct_arange(double start, double end, double step, ct_dtype d
     return fill_linear((int64_t)n, xs, xst, dtype);
 }
 
+/* base + step * k in linspace's step type: fused in float and double, each
+ * product rounded first in the 16-bit types (c10::Half's operators) */
+static double lin_term(double base, double step, double k, ct_dtype ar) {
+    if (ar == CT_FLOAT32 || ar == CT_FLOAT64) return fma_dt(step, as_dt(k, ar), base, ar);
+    return as_dt(base + as_dt(step * as_dt(k, ar), ar), ar);
+}
+
 COLD_CODE ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dtype dtype) {
     if (steps < 0) return c10_error("linspace: number of steps must be non-negative");
     if (!c10_dtype_valid((int)dtype)) return c10_error("linspace: invalid dtype %d", (int)dtype);
-    if (dtype == CT_BOOL) return c10_error("linspace: \"linspace_cpu\" not implemented for 'Bool'");
+    if (dtype == CT_BOOL && steps > 1) /* torch's kernel runs from 2 steps on */
+        return c10_error("linspace: \"linspace_cpu\" not implemented for 'Bool'");
     /* torch converts the ends to the dtype first, checked */
     if (c10_check_value_fits(start, dtype) < 0 || c10_check_value_fits(end, dtype) < 0) return NULL;
     TensorImpl *t = c10_empty(&steps, 1, dtype, CT_CPU);
     if (!t) return NULL;
-    if (c10_is_integral(dtype, true)) {
-        char tmp[8];
-        c10_store_double(tmp, dtype, start);
-        start = c10_load_double(tmp, dtype);
-        c10_store_double(tmp, dtype, end);
-        end = c10_load_double(tmp, dtype);
-    }
-    /* PyTorch fills the first half from start and the second half from end
-     * (one step: start). */
-    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
+    start = as_dt(start, dtype), end = as_dt(end, dtype);
+    /* torch fills the first half from start and the second from end (one step:
+     * start), in the dtype's arithmetic (integers: in double, truncated), a
+     * vector's lanes from its base (vec_first) */
+    bool fl = c10_is_float(dtype);
+    ct_dtype ar = fl ? dtype : CT_FLOAT64; /* step_t */
+    double step = steps > 1 ? as_dt(as_dt(end - start, ar) / as_dt((double)(steps - 1), ar), ar) : 0;
     int64_t half = steps > 1 ? steps / 2 : 1;
     char *d = c10_data(t);
     for (int64_t i = 0; i < steps; i++) {
-        double v = i < half ? start + step * (double)i : end - step * (double)(steps - i - 1);
+        int64_t b = vec_first(i, steps, dtype), k = b < 0 ? i : b;
+        double v = lin_term(start, step, (double)k, ar), w = (double)(steps - k - 1);
+        if (k >= half) v = lin_term(end, -step, w, ar);
+        if (b >= 0) v = as_dt(as_dt(v, dtype) + as_dt(as_dt((double)(i - b), ar) * step, ar), ar); /* base + k * step */
         c10_store_double(d + i * (int64_t)c10_elsize[dtype], dtype, v);
     }
     return c10_wrap(t);

@@ -116,3 +116,19 @@ def test_short_rows_binary(dtype):
     want = a.clone()
     want[:, 1:, :5] += vb
     ct.assert_close(ha, want, what="short-row add_: ")
+
+
+def test_copy_between_views_and_devices_as_torch():
+    """torch 1.13's copy_: a tensor onto itself is a no-op, another expanded view of
+    the same memory is refused; into meta from the CPU is ignored, out of meta refused"""
+    t = torch.arange(4.0)
+    base = ct.from_torch(t)
+    e1 = ct.check(lib.ct_expand(base, i64([3, 4]), 2))
+    e2 = ct.check(lib.ct_expand(base, i64([3, 4]), 2))
+    assert lib.ct_copy_(e1, e1) == 0
+    ct.assert_error(lib.ct_copy_(e1, e2), ct.torch_error(lambda: t.expand(3, 4).copy_(t.expand(3, 4))))
+    m = ct.check(lib.ct_empty_on(i64([4]), 1, ct.CT_FLOAT32, ct.CT_META))
+    assert lib.ct_copy_(m, base) == 0
+    tm = torch.empty(4, device="meta")
+    ct.assert_error(lib.ct_copy_(base, m), ct.torch_error(lambda: torch.zeros(4).copy_(tm)))
+    ct.assert_close(base, t)

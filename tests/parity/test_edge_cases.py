@@ -1,6 +1,7 @@
 """Edge cases found by differential fuzzing against torch 1.13: each test pins
 one general rule (torch's answer on the case is the expected value)."""
 import math
+import random
 from ctypes import c_bool, c_double, c_int, c_int64, c_void_p
 
 import pytest
@@ -78,6 +79,33 @@ def test_linspace_one_step_and_integer_ends():
                         (2.7, 9.2, 5, torch.int64), (-5, 5, 11, torch.int32), (3, -2, 1, F64)]:
         got = ct.check(lib.ct_linspace(a, b, n, ct.ct_dtype_of_torch(dt)))
         ct.assert_close(got, torch.linspace(a, b, n, dtype=dt), what=f"linspace({a}, {b}, {n}, {dt}): ")
+
+
+def test_linspace_and_arange_bit_for_bit_as_torch():
+    """torch 1.13's kernels (AVX2, one chunk below 32768 elements): pairs of vectors,
+    each lane base + k * step from a base at the vector's first index (linspace's
+    first half from start, the rest from end), the last n % (2 W) elements one by
+    one; a * b + c fused in float and double; 16-bit values in c10::Half's steps"""
+    g = random.Random(7)
+    dts = [torch.float32, F64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.int8, torch.int16]
+    for _ in range(600):
+        dt, n = g.choice(dts), g.choice([2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 100, 257, 1000])
+        a, b = (g.uniform(-100, 100), g.uniform(-100, 100)) if dt.is_floating_point else (g.randint(-50, 50),
+                                                                                        g.randint(-50, 50))
+        got = ct.to_torch(ct.check(lib.ct_linspace(float(a), float(b), n, ct.ct_dtype_of_torch(dt))))
+        want = torch.linspace(a, b, n, dtype=dt)
+        assert torch.equal(got, want), f"linspace({a}, {b}, {n}, {dt}) at {(got != want).nonzero().flatten()[:5]}"
+        if dt.is_floating_point:
+            st = g.choice([0.1, 0.3, 1.7, -0.1, -2.5, 0.01])
+            got = ct.to_torch(ct.check(lib.ct_arange(a, a + st * n, st, ct.ct_dtype_of_torch(dt))))
+            want = torch.arange(a, a + st * n, st, dtype=dt)
+            assert got.shape == want.shape and torch.equal(got, want), f"arange({a}, {a + st * n}, {st}, {dt})"
+    for n in (0, 1):  # bool: torch's kernel runs from 2 steps on
+        ct.assert_same_outcome(lambda: lib.ct_linspace(1.0, 0.0, n, ct.CT_BOOL),
+                               lambda: torch.linspace(1, 0, n, dtype=torch.bool), f"bool linspace {n}: ",
+                               compare=lambda got, want: ct.assert_close(got, want))
+    ct.assert_same_outcome(lambda: lib.ct_linspace(1.0, 0.0, 2, ct.CT_BOOL),
+                           lambda: torch.linspace(1, 0, 2, dtype=torch.bool))
 
 
 def test_arange_integer_and_16bit_dtypes():
