@@ -145,7 +145,7 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
                              "weight tensor of shape: %s", op, (long long)g->C,
                              c10_shape_str(weight->sizes, weight->ndim));
     }
-    if (!c10_is_float(x->dtype)) /* torch's kernels' names; the target's dtype is read inside */
+    if (!c10_is_float(x->dtype) && x->device != CT_META) /* torch's kernels' names (its meta takes integers) */
         return c10_error_int("%s: \"%s\" not implemented for '%s'", op,
                              x->ndim <= 2 ? "nll_loss_out_frame" : "nll_loss2d_forward_out_frame",
                              c10_dtype_cname(x->dtype));
@@ -458,7 +458,7 @@ static int ce_first_checks(const TensorImpl *x, const TensorImpl *t, const Tenso
     } else if (x->ndim == 0) {
         return c10_error_int("cross_entropy: Dimension out of range (expected to be in range of [-1, 0], but got 1)");
     }
-    if (!c10_is_float(x->dtype) && x->numel > 0)
+    if (!c10_is_float(x->dtype) && x->numel > 0 && x->device != CT_META)
         return c10_error_int("cross_entropy: \"%s\" not implemented for '%s'",
                              x->ndim <= 2 ? "log_softmax_lastdim_kernel_impl" : "softmax_kernel_impl",
                              c10_dtype_cname(x->dtype));
@@ -505,6 +505,8 @@ int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
     }
     TensorImpl *res = rc ? NULL : finish_loss(loss, &g, reduction, D, x->dtype, x->device);
     if (res && g.C == 0 && eps > 0 && !g.prob && reduction != CT_REDUCTION_NONE) c10_fill(res, NAN); /* no rows too */
+    if (res && reduction == CT_REDUCTION_MEAN && !g.prob && D == 0) /* torch's nll term is 0 / 0 beside the smoothing's */
+        c10_fill(res, NAN);
     free(loss);
     operands_release(&o);
     ONE(res);

@@ -1468,15 +1468,17 @@ int fwd_softmax(int op, const OpArgs *a, TensorImpl **out) {
     const char *name = logm ? "log_softmax" : "softmax";
     int d = wrap_dim(name, a->i[0], t->ndim);
     if (d < 0) return -1;
-    if (t->numel == 0 && !c10_is_float(t->dtype)) ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device)); /* torch's */
+    if ((t->numel == 0 && !c10_is_float(t->dtype)) || t->device == CT_META) /* torch's (its meta takes integers) */
+        ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device));
     if (!c10_is_float(t->dtype)) /* torch's kernel names: softmax_kernel_impl for both off the last dim */
         return c10_error_int("%s: \"%s_kernel_impl\" not implemented for '%s'", name,
                              d < t->ndim - 1 ? "softmax" : logm ? "log_softmax_lastdim" : "softmax_lastdim",
                              c10_dtype_cname(t->dtype));
-    if (t->device == CT_META) ONE(c10_empty(t->sizes, t->ndim, t->dtype, t->device));
     int64_t outer, D, inner;
     split3(t, d, &outer, &D, &inner);
-    if (inner == 1 && t->numel) {
+    /* the rows' kernels round a bfloat16 row's log(sum) as torch's last-dim kernel;
+     * off the last dim (size-1 dims after it) torch computes in float: the columns' */
+    if (inner == 1 && t->numel && !(t->dtype == CT_BFLOAT16 && logm && d < t->ndim - 1)) {
         /* along the last dim: rows read where they are, gathered one by one when
          * their elements lie within a cache line of each other; rows further
          * apart (a transpose's) run in blocks of adjacent rows when a dim steps

@@ -1250,3 +1250,40 @@ def test_hardtanh_of_uint8_takes_its_bounds_truncated():
     for lo, hi in ((-0.5, 2.0), (-1.0, 2.0), (0.7, 2.9), (0.0, -0.5)):
         ct.assert_same_outcome(lambda: lib.ct_hardtanh(ct.from_torch(x), lo, hi), lambda: Fn.hardtanh(x, lo, hi),
                                f"hardtanh({lo}, {hi}): ", compare=lambda got, want: ct.assert_close(got, want))
+
+
+ct.declare("ct_log_softmax", T, [CT, c_int])
+ct.declare("ct_softmax", T, [CT, c_int])
+
+
+def test_cross_entropy_mean_over_zero_weight_is_nan():
+    """torch's (1 - ls) * nll + ls / C * smooth: the nll mean is 0 / 0"""
+    x = torch.tensor([[0.5, -0.3], [0.1, 0.2]], dtype=torch.float64)
+    for t, w in ((torch.tensor([0, 0]), torch.tensor([0.0, 0.7], dtype=torch.float64)),
+                 (torch.tensor([1, -100]), torch.tensor([0.7, 0.0], dtype=torch.float64))):
+        for ls in (0.0, 0.3):
+            want = Fn.cross_entropy(x, t, w, label_smoothing=ls)
+            got = ct.check(lib.ct_cross_entropy(ct.from_torch(x), ct.from_torch(t), ct.from_torch(w), 1, -100, ls))
+            ct.assert_close(got, want, what=f"ls {ls}: ")
+
+
+def test_bfloat16_log_softmax_off_the_last_dim_in_float():
+    """size-1 dims after the dim: torch's generic kernel (float throughout), not its
+    last-dim kernel's bfloat16 rounding of the row's log-sum"""
+    for shape, dim in (((5, 1), 0), ((5, 1, 1), 0), ((7, 5, 1), 1), ((3, 5), 1)):
+        x = (torch.randn(shape, generator=torch.Generator().manual_seed(3)) * 8).to(torch.bfloat16)
+        got = ct.check(lib.ct_log_softmax(ct.from_torch(x), dim))
+        ct.assert_close(got, torch.log_softmax(x, dim), rtol=0, atol=0, what=f"{shape} {dim}: ")
+
+
+def test_meta_takes_integer_inputs_as_torch():
+    """torch's meta kernels of softmax and the class losses take integer inputs"""
+    def meta(shape, dt):
+        return ct.check(lib.ct_empty_on(ct.i64(list(shape)), len(shape), dt, ct.CT_META))
+    x, t = meta((2, 3), ct.CT_INT64), meta((2,), ct.CT_INT64)
+    tx, tt = torch.ones(2, 3, dtype=torch.int64, device="meta"), torch.zeros(2, dtype=torch.int64, device="meta")
+    for got, want in ((lib.ct_softmax(x, 1), torch.softmax(tx, 1)), (lib.ct_log_softmax(x, 0), torch.log_softmax(tx, 0)),
+                      (lib.ct_cross_entropy(x, t, None, 1, -100, 0.0), Fn.cross_entropy(tx, tt)),
+                      (lib.ct_nll_loss(x, t, None, 1, -100), Fn.nll_loss(tx, tt))):
+        ct.check(got)
+        assert ct.shape(got) == tuple(want.shape) and ct.torch_dtype(lib.ct_dtype_of(got)) == want.dtype
