@@ -59,12 +59,14 @@ ct_tensor *ct_scalar_dtype(double value, ct_dtype dtype) { return ct_full(NULL, 
 /* torch 1.13's arange and linspace kernels run cpu_serial_kernel_vec (AVX2, as
  * Debian builds it) over one chunk: pairs of 32-byte vectors, each vector's
  * lanes base + k * step from a base computed at its first index, then the last
- * n % (2 W) elements one by one. The first index of i's vector, or -1 in the
- * scalar tail. (Above torch's grain, 32768 elements, its threads split the
- * range and each part has a tail: not followed.) */
-static int64_t vec_first(int64_t i, int64_t n, ct_dtype d) {
+ * n % (2 W) elements one by one: W, and the end of the vectors' part. (Above
+ * torch's grain, 32768 elements, its threads split the range and each part has
+ * a tail: not followed.) */
+#define LIN_CHUNK 4096 /* values made in double, then converted a chunk at a time: a multiple of every 2 W */
+static int64_t vec_width(int64_t n, ct_dtype d, int64_t *nv) {
     int64_t w = 32 / (int64_t)c10_elsize[d];
-    return i < n - n % (2 * w) ? i - i % w : -1;
+    *nv = n - n % (2 * w);
+    return w;
 }
 /* v as a value of d: d's own arithmetic (a float result narrowed to the 16-bit
  * types as c10::Half's operators do), or an integer's truncation */
@@ -76,11 +78,18 @@ static double fma_dt(double a, double b, double c, ct_dtype d) {
     if (d == CT_FLOAT64) return fma(a, b, c);
     return a * b + c; /* not reached for 16-bit steps: their products round first */
 }
-static double as_dt(double v, ct_dtype d) {
-    if (d == CT_FLOAT64) return v;
-    char tmp[8];
-    c10_store_double(tmp, d, c10_is_float(d) ? (double)(float)v : v);
-    return c10_load_double(tmp, d);
+static inline double as_dt(double v, ct_dtype d) {
+    switch (d) {
+    case CT_FLOAT64: return v;
+    case CT_FLOAT32: return (float)v;
+    case CT_FLOAT16: return c10_h2f(c10_f2h((float)v));
+    case CT_BFLOAT16: return c10_bf2f(c10_f2bf((float)v));
+    default: {
+        char tmp[8];
+        c10_store_double(tmp, d, v);
+        return c10_load_double(tmp, d);
+    }
+    }
 }
 
 /* arange's values: start + step * i in the accumulate type (double for float32 and
@@ -101,13 +110,18 @@ COLD_CODE static ct_tensor *fill_linear(int64_t n, double start, double step, ct
     }
     ct_dtype acc = dtype == CT_FLOAT16 || dtype == CT_BFLOAT16 ? CT_FLOAT32 : CT_FLOAT64;
     double s = as_dt(start, acc), st = as_dt(step, acc);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t b = vec_first(i, n, dtype), k = b < 0 ? i : b; /* the index its base is computed at */
-        double v = fma_dt(st, as_dt((double)k, acc), s, acc);
-        if (b >= 0) /* base (in the dtype) + k * step: fused for float32 / float64, not after a 16-bit base */
-            v = acc == CT_FLOAT64 ? fma_dt((double)(i - b), st, as_dt(v, dtype), acc)
-                                  : as_dt(as_dt(v, dtype) + as_dt(st * (double)(i - b), acc), acc);
-        c10_store_double(d + i * es, dtype, v);
+    int64_t nv, w = vec_width(n, dtype, &nv);
+    double buf[LIN_CHUNK];
+    for (int64_t c0 = 0; c0 < n; c0 += LIN_CHUNK) {
+        int64_t c1 = n - c0 < LIN_CHUNK ? n : c0 + LIN_CHUNK;
+        for (int64_t i = c0; i < c1;) {
+            double v = as_dt(fma_dt(st, as_dt((double)i, acc), s, acc), dtype); /* a vector's base, or a tail element */
+            buf[i - c0] = v; /* lane 0 is the base itself */
+            for (int64_t k = 1; k < (i < nv ? w : 1); k++) /* base + k * step: fused for float32 / float64, not after a 16-bit base */
+                buf[i - c0 + k] = acc == CT_FLOAT64 ? fma_dt((double)k, st, v, acc) : as_dt(v + as_dt(st * (double)k, acc), acc);
+            i += i < nv ? w : 1;
+        }
+        c10_convert(d + c0 * es, dtype, buf, CT_FLOAT64, c1 - c0);
     }
     return c10_wrap(t);
 }
@@ -163,18 +177,25 @@ COLD_CODE ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_dty
     start = as_dt(start, dtype), end = as_dt(end, dtype);
     /* torch fills the first half from start and the second from end (one step:
      * start), in the dtype's arithmetic (integers: in double, truncated), a
-     * vector's lanes from its base (vec_first) */
+     * vector's lanes from its base (vec_width) */
     bool fl = c10_is_float(dtype);
     ct_dtype ar = fl ? dtype : CT_FLOAT64; /* step_t */
     double step = steps > 1 ? as_dt(as_dt(end - start, ar) / as_dt((double)(steps - 1), ar), ar) : 0;
     int64_t half = steps > 1 ? steps / 2 : 1;
     char *d = c10_data(t);
-    for (int64_t i = 0; i < steps; i++) {
-        int64_t b = vec_first(i, steps, dtype), k = b < 0 ? i : b;
-        double v = lin_term(start, step, (double)k, ar), w = (double)(steps - k - 1);
-        if (k >= half) v = lin_term(end, -step, w, ar);
-        if (b >= 0) v = as_dt(as_dt(v, dtype) + as_dt(as_dt((double)(i - b), ar) * step, ar), ar); /* base + k * step */
-        c10_store_double(d + i * (int64_t)c10_elsize[dtype], dtype, v);
+    int64_t es = (int64_t)c10_elsize[dtype], nv, w = vec_width(steps, dtype, &nv);
+    double buf[LIN_CHUNK];
+    for (int64_t c0 = 0; c0 < steps; c0 += LIN_CHUNK) {
+        int64_t c1 = steps - c0 < LIN_CHUNK ? steps : c0 + LIN_CHUNK;
+        for (int64_t i = c0; i < c1;) { /* a vector's base (or a tail element), then base + k * step */
+            double v = as_dt(i < half ? lin_term(start, step, (double)i, ar)
+                                      : lin_term(end, -step, (double)(steps - i - 1), ar), dtype);
+            buf[i - c0] = v; /* lane 0 is the base itself */
+            for (int64_t k = 1; k < (i < nv ? w : 1); k++)
+                buf[i - c0 + k] = as_dt(v + as_dt(as_dt((double)k, ar) * step, ar), ar);
+            i += i < nv ? w : 1;
+        }
+        c10_convert(d + c0 * es, dtype, buf, CT_FLOAT64, c1 - c0);
     }
     return c10_wrap(t);
 }
