@@ -85,8 +85,8 @@ int d_mean(BackwardCtx *c, TensorImpl **gi) {
     RET(DIVS(g, (double)reduced_count(m, mask)));
 }
 
-/* Does t hold an exact zero? (picks the formula; not differentiated) */
-/* how many of t's elements are 0, counting up to upto */
+/* How many of t's elements are exactly 0, counting up to upto (picks the
+ * formula; not differentiated) */
 static int64_t zeros_in(const TensorImpl *t, int64_t upto) {
     if (t->device == CT_META || t->numel == 0) return 0;
     TensorImpl *x = c10_empty(t->sizes, t->ndim, CT_FLOAT64, t->device);

@@ -202,13 +202,11 @@ static int check(Eval *e, const Names *nm, double eps, double atol, double rtol)
     ag_set_grad_enabled(prev);
 
     /* ---- compare ---- (no differentiable output: the numerical Jacobian must be 0) */
-    for (int o = 0; o < e->nout && rc == 0 && !ndiff; o++)
-        for (int a = 0; a < nd && e->floating[o] && rc == 0; a++)
-            for (int64_t j = 0; j < in[di[a]]->numel * e->numel[o] && rc == 0; j++)
-                if (num[(size_t)((base[a] + j / e->numel[o]) * total + e->off[o] + j % e->numel[o])] != 0) {
-                    c10_error("%s: Numerical gradient for function expected to be zero", what);
-                    rc = 1;
-                }
+    for (int64_t j = 0; j < in_total && rc == 0 && !ndiff; j++) /* num's row j: d outputs / d input element j */
+        for (int o = 0; o < e->nout && rc == 0; o++)
+            for (int64_t k = 0; k < e->numel[o] && e->floating[o] && rc == 0; k++)
+                if (num[(size_t)(j * total + e->off[o] + k)] != 0)
+                    rc = 1, c10_error("%s: Numerical gradient for function expected to be zero", what);
     for (int o = 0; o < e->nout && rc == 0; o++) {
         if (!diff[o]) continue;
         for (int a = 0; a < nd && rc == 0; a++) {

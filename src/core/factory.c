@@ -68,16 +68,14 @@ static int64_t vec_width(int64_t n, ct_dtype d, int64_t *nv) {
     *nv = n - n % (2 * w);
     return w;
 }
+/* a * b + c in float (d CT_FLOAT32) or double, as torch's kernels compute it:
+ * GCC contracts it to one fused multiply-add (its default -ffp-contract=fast,
+ * with -mfma in the AVX2 build); never across a 16-bit type's rounding */
+static double fma_dt(double a, double b, double c, ct_dtype d) {
+    return d == CT_FLOAT32 ? fmaf((float)a, (float)b, (float)c) : fma(a, b, c);
+}
 /* v as a value of d: d's own arithmetic (a float result narrowed to the 16-bit
  * types as c10::Half's operators do), or an integer's truncation */
-/* a * b + c as torch's kernels compute it: GCC contracts it to one fused
- * multiply-add (its default -ffp-contract=fast, with -mfma in the AVX2 build)
- * in float or double, not across a 16-bit type's rounding */
-static double fma_dt(double a, double b, double c, ct_dtype d) {
-    if (d == CT_FLOAT32) return fmaf((float)a, (float)b, (float)c);
-    if (d == CT_FLOAT64) return fma(a, b, c);
-    return a * b + c; /* not reached for 16-bit steps: their products round first */
-}
 static inline double as_dt(double v, ct_dtype d) {
     switch (d) {
     case CT_FLOAT64: return v;

@@ -67,10 +67,10 @@ CT_INTERNAL ct_tensor *nn_buffer(const ct_module *m, const char *name);
 /* A new module of a built-in kind, owning cfg (copied). */
 CT_INTERNAL ct_module *nn_builtin(const ct_module_ops *ops, const NnCfg *cfg);
 /* Creates a tensor of shape, runs init on it, registers it as a parameter/buffer. */
-/* torch's group.setdefault('initial_lr', group['lr']) of a scheduler's construction (group in range). */
-CT_INTERNAL double optim_initial_lr(ct_optimizer *o, int group);
 CT_INTERNAL ct_tensor *nn_add_tensor(ct_module *m, const char *name, const int64_t *shape, int ndim,
                                      ct_dtype dtype, bool param);
+/* torch's group.setdefault('initial_lr', group['lr']) of a scheduler's construction (group in range). */
+CT_INTERNAL double optim_initial_lr(ct_optimizer *o, int group);
 
 
 #endif

@@ -1143,8 +1143,6 @@ static const index_put_acc_fn index_put_acc_k[CT_NUM_DTYPES] = {
 
 static int index_put_run(const OpArgs *a, TensorImpl *self, TensorImpl *values, TensorImpl **out);
 
-/* t[0] self, t[1] values, t[2..nt-1] indices (NULL = ':'); i: accumulate.
- * dst: in place (self itself is written). */
 /* index_put with masks on the meta device: self's shape whatever the masks hold
  * (torch's meta kernel checks nothing); the entries' dtypes, the masks' shapes and
  * the dtypes are checked as on the CPU, the value's shape (against a count the
@@ -1167,6 +1165,8 @@ static int index_put_meta_masked(const OpArgs *a, TensorImpl *self, TensorImpl *
     return out[0] ? 1 : -1;
 }
 
+/* t[0] self, t[1] values, t[2..nt-1] indices (NULL = ':'); i: accumulate.
+ * dst: in place (self itself is written). */
 int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0], *values = a->t[1], *cast = NULL;
     if (!same_device("index_put", self, values)) return -1;
@@ -2312,16 +2312,21 @@ static const KernelTable k_addcmul = KT_ALL(k_addcmul);
 EW_FLOATS(ADDCDIV_K)
 static const KernelTable k_addcdiv = KT_FLOAT(k_addcdiv);
 
-static int ew(const char *name, int nin, TensorImpl *const *in, ct_dtype result, const KernelTable kt,
-              const double *s, TensorImpl *dst, TensorImpl **out) {
+/* own: ElementwiseSpec's own_dtype (inputs whose strides count unconverted) */
+static int ew_own(const char *name, int nin, TensorImpl *const *in, ct_dtype result, const KernelTable kt,
+                  const double *s, TensorImpl *dst, TensorImpl **out, unsigned own) {
     ct_dtype compute = c10_opmath(result);
     ew_kernel k = kt[compute];
     if (!k) return c10_error_int("\"%s\" not implemented for '%s'", name, c10_dtype_cname(result));
-    ElementwiseSpec spec = {name, nin, compute, compute, result, kt == k_where}; /* where reads its condition as is */
+    ElementwiseSpec spec = {name, nin, compute, compute, result, own};
     TensorImpl *o = dst;
     if (ew_run(&spec, in, &o, k, s) < 0) return -1;
     out[0] = dst ? c10_retain(o) : o;
     return 1;
+}
+static int ew(const char *name, int nin, TensorImpl *const *in, ct_dtype result, const KernelTable kt,
+              const double *s, TensorImpl *dst, TensorImpl **out) {
+    return ew_own(name, nin, in, result, kt, s, dst, out, 0);
 }
 
 /* t[0] cond (bool; uint8 too, which torch 1.13 takes with a deprecation warning), t[1] a, t[2] b */
@@ -2334,7 +2339,7 @@ int fwd_where(int op, const OpArgs *a, TensorImpl **out) {
     promote_add_tensor(&st, a->t[1]);
     promote_add_tensor(&st, a->t[2]);
     TensorImpl *in[3] = {a->t[0], a->t[1], a->t[2]};
-    return ew("where", 3, in, promote_result(&st), k_where, a->s, NULL, out);
+    return ew_own("where", 3, in, promote_result(&st), k_where, a->s, NULL, out, 1u); /* the condition read as is */
 }
 
 /* t[0] self, t[1] mask (bool); s[0] value. dst: in place (masked_fill_) */

@@ -453,7 +453,9 @@ int fwd_addmm(int op, const OpArgs *a, TensorImpl **out) {
     if (addmm_dtypes("addmm", s, x, y)) return -1;
     if (x->ndim != 2) return c10_error_int("addmm: mat1 must be a matrix, got %d-D tensor", x->ndim);
     if (y->ndim != 2) return c10_error_int("addmm: mat2 must be a matrix, got %d-D tensor", y->ndim);
-    if (check_mm("addmm", x, y, s) || int_scalars("addmm", x->sizes[1], x->sizes[0] * y->sizes[1], y->dtype, a->s[0], a->s[1])) return -1;
+    if (check_mm("addmm", x, y, s) ||
+        int_scalars("addmm", x->sizes[1], x->sizes[0] * y->sizes[1], y->dtype, a->s[0], a->s[1]))
+        return -1;
     return (out[0] = mm_impl("addmm", x, y, s, a->s[1], a->s[0])) ? 1 : -1;
 }
 
@@ -464,13 +466,15 @@ int fwd_baddbmm(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *s = a->t[0], *x = a->t[1], *y = a->t[2];
     if (size_at("baddbmm", x, 0) || size_at("baddbmm", x, 1) || size_at("baddbmm", y, 2)) return -1;
     { /* torch expands self to [batch1.size(0), batch1.size(1), batch2.size(2)] before it checks the batches */
-        int64_t shape[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
-        TensorImpl *e = c10_expand(s, shape, 3);
+        int64_t z[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
+        TensorImpl *e = c10_expand(s, z, 3);
         if (!e) return la_prefix_error("baddbmm");
         c10_release(e);
     }
-    if (check_bmm("baddbmm", x, y) || int_scalars("baddbmm", x->sizes[2], x->sizes[0] * x->sizes[1] * y->sizes[2], y->dtype, a->s[0], a->s[1])) return -1;
     int64_t shape[3] = {x->sizes[0], x->sizes[1], y->sizes[2]};
+    if (check_bmm("baddbmm", x, y) ||
+        int_scalars("baddbmm", x->sizes[2], shape[0] * shape[1] * shape[2], y->dtype, a->s[0], a->s[1]))
+        return -1;
     return (out[0] = product("baddbmm", y->dtype, x, y, shape, 3, s, a->s[1], a->s[0])) ? 1 : -1;
 }
 

@@ -946,16 +946,18 @@ static void run_reduce(const RPlan *pl, int rk, const RCtx *c) {
 
 /* OpArgs layout of the dim-list reductions: i[0] keepdim, i[1] ndims (0: all
  * dims), i[2 .. 2+ndims) dims. */
-/* torch wraps every dim of the list before it looks for repeats (maybe_wrap_dims),
- * var and std excepted (one dim after another) */
-static int parse_list(const char *op, const OpArgs *a, bool *mask, bool *keepdim) {
+/* torch wraps every dim of the list before it looks for repeats (maybe_wrap_dims);
+ * var and std take them in_turn, one dim after another */
+static int parse_dims(const char *op, const OpArgs *a, bool *mask, bool *keepdim, bool in_turn) {
     *keepdim = a->i[0] != 0;
     int nd = (int)a->i[1];
     if (nd < 0 || nd > CT_MAX_DIMS || a->ni < 2 + nd) return c10_error_int("%s: bad dim list", op);
-    bool in_turn = !strcmp(op, "var") || !strcmp(op, "std");
     for (int k = 0; k < nd && !in_turn; k++)
         if (wrap_dim(op, a->i[2 + k], a->t[0]->ndim) < 0) return -1;
     return at_parse_dims(op, a->i + 2, nd, a->t[0]->ndim, mask);
+}
+static int parse_list(const char *op, const OpArgs *a, bool *mask, bool *keepdim) {
+    return parse_dims(op, a, mask, keepdim, false);
 }
 
 static TensorImpl *alloc_out(const TensorImpl *t, const bool *mask, bool keepdim, ct_dtype dt) {
@@ -1229,7 +1231,7 @@ int fwd_var(int op, const OpArgs *a, TensorImpl **out) {
     const char *name = op == OP_var ? "var" : "std";
     if (!c10_is_float(t->dtype)) return c10_error_int("%s: std and var only support floating point and complex dtypes", name);
     bool mask[CT_MAX_DIMS], keepdim;
-    if (parse_list(name, a, mask, &keepdim) < 0) return -1;
+    if (parse_dims(name, a, mask, &keepdim, true) < 0) return -1;
     TensorImpl *o = alloc_out(t, mask, keepdim, t->dtype);
     if (!o || o->device == CT_META) ONE(o);
     double *means = malloc(sizeof(double) * (size_t)(o->numel ? o->numel : 1));
