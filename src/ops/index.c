@@ -10,6 +10,7 @@
  * forwards stop after allocating their outputs (ops whose output shape depends
  * on the data, such as nonzero and masked_select, fail there as in PyTorch). */
 #include "ops/ops.h"
+#include "ops/kernels/vmath.h" /* VM_FMA: lerp and addcmul as torch rounds them */
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -1085,38 +1086,74 @@ static int with_zero_dim_masks(int (*f)(int, const OpArgs *, TensorImpl **), int
     return r;
 }
 
+/* index's result laid out as torch's: TensorIterator's output for self
+ * restrided to the result's shape (the indexed dims replaced by the index
+ * shape, stride 0; restride_src) and each index expanded and seen in that
+ * shape (reshape_indexer: size-1 dims around it, strides as view gives) */
+static TensorImpl *index_result(const TensorImpl *self, const AdvIndex *ai) {
+    int64_t st[CT_MAX_DIMS + 1][CT_MAX_DIMS] = {{0}}, shape[CT_MAX_DIMS];
+    int n = 1, nd = ai->out_ndim;
+    bool same_shape = true; /* the indices too have the result's shape: no p or q dims but of size 1 */
+    for (int i = 0; i < ai->np; i++) st[0][i] = self->strides[ai->pdim[i]];
+    for (int i = 0; i < ai->nq; i++) st[0][ai->np + ai->nbd + i] = self->strides[ai->qdim[i]];
+    for (int i = 0; i < nd; i++) {
+        shape[i] = i < ai->np || i >= ai->np + ai->nbd ? 1 : ai->bsz[i - ai->np];
+        same_shape &= shape[i] == ai->out_sizes[i];
+    }
+    for (int d = 0; d < self->ndim; d++) {
+        if (!ai->di[d]) continue;
+        TensorImpl *ex = c10_expand(ai->di[d], ai->bsz, ai->nbd);
+        TensorImpl *v = ex ? c10_view(ex, shape, nd) : NULL;
+        c10_release(ex);
+        if (!v) return NULL;
+        for (int i = 0; i < nd; i++) st[n][i] = shape[i] == 1 && ai->out_sizes[i] != 1 ? 0 : v->strides[i];
+        c10_release(v);
+        n++;
+    }
+    return at_empty_iter(st, n, same_shape, ai->out_sizes, nd, self->dtype, self->device);
+}
+
 int fwd_index(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *self = a->t[0];
     int z = with_zero_dim_masks(fwd_index, op, a, 1, false, out);
     if (z) return z;
     AdvIndex ai;
     if (adv_prepare("index", self, a->t + 1, a->nt - 1, &ai) < 0) return -1;
-    if (adv_offsets("index", &ai, self) < 0) {
-        adv_free(&ai);
-        return -1;
-    }
-    TensorImpl *o = c10_empty(ai.out_sizes, ai.out_ndim, self->dtype, self->device);
+    TensorImpl *o = adv_offsets("index", &ai, self) < 0 ? NULL : index_result(self, &ai);
     if (!o || o->device == CT_META || o->numel == 0) {
         adv_free(&ai);
         return (out[0] = o) ? 1 : -1;
     }
+    /* the result's own offsets: p, b and q parts of its (maybe permuted) strides */
+    int64_t *op_ = malloc(sizeof(int64_t) * (size_t)(ai.NP + ai.NB + ai.NQ));
+    if (!op_) {
+        adv_free(&ai);
+        c10_release(o);
+        return c10_error_int("out of memory");
+    }
+    int64_t *ob = op_ + ai.NP, *oq = ob + ai.NB;
+    offsets_of(ai.psz, o->strides, ai.np, op_);
+    offsets_of(ai.bsz, o->strides + ai.np, ai.nbd, ob);
+    offsets_of(ai.qsz, o->strides + ai.np + ai.nbd, ai.nq, oq);
     const char *s = c10_data(self);
     char *d = c10_data(o);
     int64_t rows = ai.NP * ai.NB, NQ = ai.NQ, NB = ai.NB;
     const int64_t *poff = ai.poff, *boff = ai.boff, *qoff = ai.qoff;
     bool qc = ai.q_contig;
+    for (int64_t q = 0; q < NQ && qc; q++) qc = oq[q] == q;
     ELSIZE_SWITCH(c10_elsize[self->dtype], {
         const E *sp = (const E *)s;
         E *dp = (E *)d;
 OMP(omp parallel for if (rows * NQ > GRAIN))
         for (int64_t r = 0; r < rows; r++) {
             const E *src = sp + poff[r / NB] + boff[r % NB];
-            E *dst = dp + r * NQ;
+            E *dst = dp + op_[r / NB] + ob[r % NB];
             if (qc) memcpy(dst, src, sizeof(E) * (size_t)NQ);
             else
-                for (int64_t q = 0; q < NQ; q++) dst[q] = src[qoff[q]];
+                for (int64_t q = 0; q < NQ; q++) dst[oq[q]] = src[qoff[q]];
         }
     })
+    free(op_);
     adv_free(&ai);
     out[0] = o;
     return 1;
@@ -2267,23 +2304,26 @@ static const KernelTable k_clampt = KT_ALL(k_clampt);
 static const KernelTable k_clampmin = KT_ALL(k_clampmin);
 static const KernelTable k_clampmax = KT_ALL(k_clampmax);
 
-/* lerp: p[1] self, p[2] end, p[3] weight (or s[0]) */
+/* lerp: p[1] self, p[2] end, p[3] weight (or s[0]); torch 1.13's build
+ * contracts its a + w (b - a) and b - (b - a)(1 - w) into fused multiply-adds
+ * (its AVX2 kernels are compiled with FMA), and so does ctorch where the
+ * target has them */
 #define LERP_K(S, T)                                                             \
     static void k_lerp_##S(int64_t n, char **p, const double *s) {               \
         (void)s;                                                                 \
         T *restrict o = (T *)p[0];                                               \
         const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict w = (const T *)p[3]; \
         for (int64_t i = 0; i < n; i++)                                          \
-            o[i] = w[i] < (T)0.5 ? a[i] + w[i] * (b[i] - a[i]) : b[i] - (b[i] - a[i]) * (1 - w[i]); \
+            o[i] = w[i] < (T)0.5 ? VM_FMA(w[i], b[i] - a[i], a[i]) : VM_FMA(a[i] - b[i], 1 - w[i], b[i]); \
     }                                                                            \
     static void k_lerps_##S(int64_t n, char **p, const double *s) {              \
         T *restrict o = (T *)p[0];                                               \
         const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2];    \
         T w = (T)s[0];                                                           \
         if (w < (T)0.5) /* torch 1.13: the weight's sign is not folded */          \
-            for (int64_t i = 0; i < n; i++) o[i] = a[i] + w * (b[i] - a[i]);     \
+            for (int64_t i = 0; i < n; i++) o[i] = VM_FMA(w, b[i] - a[i], a[i]); \
         else                                                                     \
-            for (int64_t i = 0; i < n; i++) o[i] = b[i] - (b[i] - a[i]) * (1 - w); \
+            for (int64_t i = 0; i < n; i++) o[i] = VM_FMA(a[i] - b[i], 1 - w, b[i]); \
     }
 EW_FLOATS(LERP_K)
 static const KernelTable k_lerp = KT_FLOAT(k_lerp);
@@ -2296,7 +2336,7 @@ static const KernelTable k_lerps = KT_FLOAT(k_lerps);
         const T *restrict a = (const T *)p[1], *restrict b = (const T *)p[2], *restrict c = (const T *)p[3]; \
         T v = C10_SCALAR_AS(T, s[0]);                                            \
         if ((T)0.5 != 0)                                                         \
-            for (int64_t i = 0; i < n; i++) o[i] = (T)(a[i] + v * b[i] * c[i]);  \
+            for (int64_t i = 0; i < n; i++) o[i] = (T)VM_FMA(v * b[i], c[i], a[i]); /* as lerp's */ \
         else /* integers wrap as torch's, without signed-overflow UB */          \
             for (int64_t i = 0; i < n; i++) o[i] = (T)(a[i] + 1ull * v * b[i] * c[i]); \
     }

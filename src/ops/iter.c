@@ -148,20 +148,23 @@ static bool order_dims(int64_t (*st)[CT_MAX_DIMS], int nin, const int64_t *shape
 }
 
 /* The strides of a dense tensor of shape whose dims go in perm's order
- * (perm[0] innermost); a dim of size 0 strides as one of size 1, as empty(). */
+ * (perm[0] innermost), as TensorIterator's compatible_stride: the dims outside
+ * one of size 0 stride 0. */
 static void dense_strides(const int64_t *shape, int ndim, const int *perm, int64_t *strides) {
     int64_t p = 1;
     for (int j = 0; j < ndim; j++) {
         strides[perm[j]] = p;
-        p *= shape[perm[j]] > 1 ? shape[perm[j]] : 1;
+        p *= shape[perm[j]];
     }
 }
 
-/* Contiguous, as is_contiguous: size-1 dims do not count. */
+/* Contiguous, as is_contiguous: size-1 dims do not count, nor anything
+ * without elements. */
 static bool strides_contiguous(const int64_t *shape, const int64_t *strides, int ndim) {
+    for (int d = 0; d < ndim; d++)
+        if (shape[d] == 0) return true;
     int64_t expect = 1;
     for (int d = ndim - 1; d >= 0; d--) {
-        if (shape[d] == 0) return true;
         if (shape[d] == 1) continue;
         if (strides[d] != expect) return false;
         expect *= shape[d];
@@ -186,6 +189,20 @@ static bool strides_dense(const int64_t *shape, const int64_t *strides, int ndim
         expect *= shape[d];
     }
     return true;
+}
+
+/* is_contiguous(memory_format=channels_last) of a 4-d shape: C, W, H, N
+ * innermost first, size-1 dims not counted. */
+static bool strides_channels_last(const int64_t *shape, const int64_t *strides, int ndim) {
+    static const int order[4] = {1, 3, 2, 0};
+    int64_t expect = 1;
+    for (int i = 0; i < 4 && ndim == 4; i++) {
+        int d = order[i];
+        if (shape[d] == 1) continue;
+        if (strides[d] != expect) return false;
+        expect *= shape[d];
+    }
+    return ndim == 4;
 }
 
 static bool dense_non_overlapping(const TensorImpl *t) {
@@ -216,35 +233,56 @@ static TensorImpl *empty_with_strides(const int64_t *shape, const int64_t *strid
     return t;
 }
 
+/* A new 4-d tensor of shape z in channels-last order (C, W, H, N innermost first). */
+static TensorImpl *empty_channels_last(const int64_t *z, ct_dtype dtype, ct_device device) {
+    int64_t st[4] = {z[1] * z[3] * z[2], 1, z[1] * z[3], z[1]};
+    return empty_with_strides(z, st, 4, dtype, device);
+}
+
 /* The output of an elementwise op computing in dtype compute, laid out as
- * TensorIterator lays it out. Its fast setup first: inputs of the output's
- * shape that are all contiguous give a contiguous output, all dense with the
- * same strides give those strides. Otherwise the dims go in the order the
- * inputs' strides suggest (a transposed input gives a transposed output),
- * contiguous in that order. Inputs count as the op's conversions leave them
- * (seen_strides). */
+ * TensorIterator lays it out (at_empty_iter). Inputs count as the op's
+ * conversions leave them (seen_strides). */
 static TensorImpl *alloc_output(TensorImpl *const *in, int nin, const int64_t *shape, int ndim, ct_dtype dtype,
                                 ct_dtype compute, unsigned own_dtype, ct_device device) {
     if (ndim < 2) return c10_empty(shape, ndim, dtype, device);
-    int64_t seen[MAXOPS][CT_MAX_DIMS], st[MAXOPS][CT_MAX_DIMS];
-    bool same_shape = true, contiguous = true, same_dense = true;
+    int64_t seen[CT_MAX_DIMS], st[MAXOPS][CT_MAX_DIMS];
+    bool same_shape = true;
     for (int k = 0; k < nin; k++) {
-        seen_strides(in[k], own_dtype >> k & 1 ? in[k]->dtype : compute, seen[k]);
+        seen_strides(in[k], own_dtype >> k & 1 ? in[k]->dtype : compute, seen);
         same_shape &= in[k]->ndim == ndim && !memcmp(in[k]->sizes, shape, sizeof(int64_t) * (size_t)ndim);
-        if (same_shape) {
-            contiguous &= strides_contiguous(shape, seen[k], ndim);
-            same_dense &= strides_dense(shape, seen[k], ndim) &&
-                          !memcmp(seen[k], seen[0], sizeof(int64_t) * (size_t)ndim);
-        }
         for (int i = 0; i < ndim; i++) {
             int d = i - (ndim - in[k]->ndim);
-            st[k][i] = d < 0 || (in[k]->sizes[d] == 1 && shape[i] != 1) ? 0 : seen[k][d];
+            st[k][i] = d < 0 || (in[k]->sizes[d] == 1 && shape[i] != 1) ? 0 : seen[d];
         }
     }
-    if (same_shape && contiguous) return c10_empty(shape, ndim, dtype, device);
-    if (same_shape && same_dense) return empty_with_strides(shape, seen[0], ndim, dtype, device);
+    return at_empty_iter(st, nin, same_shape, shape, ndim, dtype, device);
+}
+
+TensorImpl *at_empty_unary(const TensorImpl *t, ct_dtype dtype, ct_dtype compute) {
+    TensorImpl *in[1] = {(TensorImpl *)t};
+    return alloc_output(in, 1, t->sizes, t->ndim, dtype, compute, 0, t->device);
+}
+
+/* TensorIterator's output, from its inputs' strides broadcast to shape
+ * (st[0..n), 0 where broadcast). Its fast setup first, when every input has
+ * the output's shape: all contiguous give a contiguous output, all
+ * channels-last (4-d) a channels-last one, all dense with the same strides
+ * those strides. Otherwise the dims go in the order the strides suggest (a
+ * transposed input gives a transposed output), contiguous in that order. */
+TensorImpl *at_empty_iter(int64_t (*st)[CT_MAX_DIMS], int n, bool same_shape, const int64_t *shape, int ndim,
+                          ct_dtype dtype, ct_device device) {
+    if (ndim < 2) return c10_empty(shape, ndim, dtype, device);
+    bool contiguous = same_shape, channels_last = same_shape, same_dense = same_shape;
+    for (int k = 0; k < n && same_shape; k++) {
+        contiguous &= strides_contiguous(shape, st[k], ndim);
+        channels_last &= strides_channels_last(shape, st[k], ndim);
+        same_dense &= strides_dense(shape, st[k], ndim) && !memcmp(st[k], st[0], sizeof(int64_t) * (size_t)ndim);
+    }
     int perm[CT_MAX_DIMS];
-    if (!order_dims(st, nin, shape, ndim, perm)) return c10_empty(shape, ndim, dtype, device);
+    if (contiguous) return c10_empty(shape, ndim, dtype, device);
+    if (channels_last) return empty_channels_last(shape, dtype, device);
+    if (same_dense) return empty_with_strides(shape, st[0], ndim, dtype, device);
+    if (!order_dims(st, n, shape, ndim, perm)) return c10_empty(shape, ndim, dtype, device);
     int64_t strides[CT_MAX_DIMS];
     dense_strides(shape, ndim, perm, strides);
     return empty_with_strides(shape, strides, ndim, dtype, device);
@@ -292,9 +330,7 @@ TensorImpl *at_empty_format(const int64_t *z, int ndim, ct_dtype dtype, ct_devic
                             int n) {
     bool cl = false;
     for (int k = 0; k < n; k++) cl |= like[k] && at_channels_last(like[k]);
-    if (!cl || ndim != 4) return c10_empty(z, ndim, dtype, device);
-    int64_t st[4] = {z[1] * z[3] * z[2], 1, z[1] * z[3], z[1]};
-    return empty_with_strides(z, st, 4, dtype, device);
+    return cl && ndim == 4 ? empty_channels_last(z, dtype, device) : c10_empty(z, ndim, dtype, device);
 }
 
 /* o (a new result) copied channels-last when one of like[0..n) is (see

@@ -156,6 +156,14 @@ CT_INTERNAL bool at_channels_last(const TensorImpl *t);
  * (torch's conv / pooling / pad / batch_norm outputs), else contiguous. */
 CT_INTERNAL TensorImpl *at_empty_format(const int64_t *sizes, int ndim, ct_dtype dtype, ct_device device,
                                         const TensorImpl *const *like, int n);
+/* The output TensorIterator allocates for a unary op over t computing in
+ * dtype compute (t converted first when it is another dtype). */
+CT_INTERNAL TensorImpl *at_empty_unary(const TensorImpl *t, ct_dtype dtype, ct_dtype compute);
+/* A new tensor laid out as TensorIterator lays out the output it allocates
+ * for inputs of strides st[0..n) broadcast to shape (stride 0 where
+ * broadcast); same_shape: every input has that shape (its fast setup). */
+CT_INTERNAL TensorImpl *at_empty_iter(int64_t (*st)[CT_MAX_DIMS], int n, bool same_shape, const int64_t *shape,
+                                      int ndim, ct_dtype dtype, ct_device device);
 /* A new result o copied into that layout; takes o's reference. */
 CT_INTERNAL TensorImpl *at_format_like(TensorImpl *o, const TensorImpl *const *like, int n);
 CT_INTERNAL int at_parse_dims(const char *op, const int64_t *dims, int ndims, int tensor_ndim, bool *mask);

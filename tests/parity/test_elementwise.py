@@ -291,6 +291,60 @@ def test_unary_errors_messages():
 
 
 # ------------------------------------------------------ hand-written unaries
+def test_sub_by_alpha_zero_keeps_torchs_zero_signs():
+    """sub(a, b, alpha) is add(a, b, -alpha) with alpha an integer when it is
+    integral: -0 stays 0, so -0 - 0 * b keeps a's -0 where b is negative."""
+    b = torch.tensor([-3, 3, 1, 0] * 5, dtype=torch.int8)
+    for dt in (torch.float32, torch.float64, torch.float16):
+        a = torch.tensor([-0.0, -0.0, 1.0, -0.0] * 5, dtype=dt)
+        for alpha in (0.0, -0.0, 1.0, -1.0, 2.0):
+            want = torch.sub(a, b, alpha=int(alpha))
+            got = ct.to_torch(ct.check(L.ct_sub_alpha(c(a), c(b), alpha)))
+            assert torch.equal(got, want) and torch.equal(got.signbit(), want.signbit()), (dt, alpha, got, want)
+
+
+def test_square_of_bool_in_place_names_pows_dtype_check():
+    x = torch.ones(3, dtype=torch.bool)
+    ct.declare("ct_square_", c_int, [T])
+    assert L.ct_square_(c(x)) == -1
+    assert "Found dtype Bool but expected Long" in ct.last_error()
+    with pytest.raises(RuntimeError, match="Found dtype Bool but expected Long"):
+        x.clone().square_()
+
+
+def test_multiply_adds_round_once_as_torch():
+    """torch 1.13's kernels are built with contraction on: lerp's a + w (b - a)
+    and b - (b - a)(1 - w), addcmul's self + value t1 t2 and the tanh gelu's x +
+    0.044715 x^3 round once (fused multiply-adds). Bit for bit, both lerp
+    branches, tensor and number weights, contiguous and strided, vector bodies
+    and tails; the gelu against its formula with ctorch's own tanh (the fused
+    step computed exactly in double)."""
+    for _row in [("ct_lerp", T, [T, T, T]), ("ct_lerp_scalar", T, [T, T, c_double]),
+                 ("ct_addcmul", T, [T, T, T, c_double])]:
+        ct.declare(*_row)
+    g = torch.Generator().manual_seed(3)
+    for dt in (torch.float32, torch.float64):
+        a = torch.randn(2006, generator=g, dtype=dt)
+        b = a + torch.randn(2006, generator=g, dtype=dt) * 1e-2  # close: the unfused forms cancel
+        w = torch.rand(2006, generator=g, dtype=dt) * 1.4 - 0.2  # both branches (w < 0.5 and not)
+        for sl in (slice(None, 1003), slice(None, None, 2), slice(0, 13)):
+            x, y, z = a[sl], b[sl], w[sl]
+            what = f"{dt} {sl}: "
+            ct.assert_close(L.ct_lerp(c(x), c(y), c(z)), torch.lerp(x, y, z), rtol=0, atol=0, what="lerp " + what)
+            for ws in (0.3, 0.7):
+                ct.assert_close(L.ct_lerp_scalar(c(x), c(y), ws), torch.lerp(x, y, ws), rtol=0, atol=0,
+                                what=f"lerp {ws} " + what)
+            ct.assert_close(L.ct_addcmul(c(x), c(y), c(z), 1.5), torch.addcmul(x, y, z, value=1.5), rtol=0,
+                            atol=0, what="addcmul " + what)
+    x = torch.randn(20000, generator=g) * 2
+    x3 = x * x * x  # float32, as the kernel: (x x) x
+    fused = (torch.tensor(0.044715, dtype=torch.float32).double() * x3.double() + x.double()).float()
+    inner = torch.tensor(math.sqrt(2) * (2 / math.sqrt(math.pi)) * 0.5, dtype=torch.float32) * fused
+    t = ct.to_torch(ct.check(L.ct_tanh(c(inner))))
+    want = 0.5 * x * (1 + t)
+    ct.assert_close(L.ct_gelu(c(x), b"tanh"), want, rtol=0, atol=0, what="gelu tanh: ")
+
+
 def test_gelu():
     problems = []
     g = gen(5)

@@ -6,7 +6,7 @@ and strided or broadcast operands whose dtype the kernel converts (16-bit
 floats and integers through float32/float64 or int64 compute dtypes). Sizes
 are not multiples of the tiles (64 x 32) or of the SIMD transposes, include
 0 and 1, and some are large enough for two threads."""
-from ctypes import c_int, c_void_p
+from ctypes import c_double, c_int, c_void_p
 
 import pytest
 
@@ -266,6 +266,11 @@ def test_copy_converting_transposed(src_dt, dst_dt):
         ct.assert_close(h, want, what=f"copy_ {src_dt} -> {dst_dt} {shape}: ")
 
 
+def laid(shape, strides, dtype, seed):
+    """values() in a dense tensor of exactly these strides (size-1 dims' too)."""
+    return torch.empty_strided(shape, strides, dtype=dtype).copy_(values(shape, dtype, seed))
+
+
 def strided(shape, dtype, seed, step, order=None):
     """A non-dense tensor: every step-th element of a buffer, dims in `order`'s
     memory order (innermost last)."""
@@ -297,6 +302,16 @@ OUTPUT_LAYOUT_CASES = {
     # no fast setup: broadcasting, the inputs' stride order decides
     "slice beside a broadcast row": lambda: (strided((6, 4), torch.float64, 13, 2, (1, 0)),
                                              values((4,), torch.float32, 14)),
+    # channels-last (size-1 dims not counted) gives channels-last: its size-1 dims stride as such
+    "two channels-last with a size-1 W": lambda: (laid((3, 3, 2, 1), (6, 1, 3, 6), torch.float32, 17),
+                                                  laid((3, 3, 2, 1), (6, 1, 3, 6), torch.float32, 18)),
+    "channels-last with a size-1 H, one converted": lambda: (laid((2, 3, 1, 3), (9, 1, 1, 3), torch.int32, 19),
+                                                            laid((2, 3, 1, 3), (9, 1, 27, 3), torch.float32, 20)),
+    # no elements: contiguous as far as the fast setup goes, else strides 0 outside the size-0 dim
+    "empty, transposed, same shape": lambda: (transposed((3, 0, 2), torch.float32, 21, (2, 1, 0)),
+                                              transposed((3, 0, 2), torch.float32, 22, (2, 1, 0))),
+    "empty, permuted, beside a broadcast row": lambda: (transposed((3, 0, 2), torch.float32, 23, (2, 1, 0)),
+                                                        values((2,), torch.float32, 24)),
 }
 
 
@@ -312,6 +327,49 @@ def test_output_layout(case):
     if x.dtype != torch.float16:  # torch 1.13 has no float16 sqrt on the CPU
         h = ct.check(lib.ct_sqrt(ct.from_torch(x)))
         ct.assert_same_layout(h, torch.sqrt(x), what=f"{case}, sqrt: ")
+
+
+def test_unary_outputs_allocated_as_torch():
+    """Where torch's op allocates its result itself the layout is that
+    allocation's, which differs from TensorIterator's on size-1 dims:
+    empty_like for hardtanh and nan_to_num, ones_like / zeros_like for isfinite
+    / isinf of integers; a TensorIterator output (fast setup: contiguous when
+    the input is, size-1 dims aside) for integer floor / ceil / round / trunc,
+    sign of bool, and pow(Tensor, Scalar) of every exponent, through the
+    unary iterator over self.to(common)."""
+    ct.declare("ct_hardtanh", T, [T, c_double, c_double])
+    ct.declare("ct_nan_to_num", T, [T, c_double, c_double, c_double])
+    ct.declare("ct_pow_scalar", T, [T, c_double])
+    for _n in ("isfinite", "isinf", "isnan", "floor", "ceil", "round", "trunc", "sign"):
+        ct.declare("ct_" + _n, T, [T])
+    nan = float("nan")
+    ops = [("hardtanh", lambda h: lib.ct_hardtanh(h, -1.0, 1.0), lambda x: torch.nn.functional.hardtanh(x)),
+           ("nan_to_num", lambda h: lib.ct_nan_to_num(h, nan, nan, nan), torch.nan_to_num)]
+    ops += [(n, (lambda n: lambda h: getattr(lib, "ct_" + n)(h))(n), getattr(torch, n))
+            for n in ("isfinite", "isinf", "isnan", "floor", "ceil", "round", "trunc", "sign")]
+    ops += [(f"pow {e}", (lambda e: lambda h: lib.ct_pow_scalar(h, e))(e), (lambda e: lambda x: x.pow(int(e) if e.is_integer() else e))(e))
+            for e in (0.0, 1.0, 2.0, 2.5, 3.0, 0.5)]
+    layouts = [lambda dt, k: values((5, 1), dt, k).t(),                     # (1, 5), strides (1, 1)
+               lambda dt, k: transposed((2, 3, 5, 1), dt, k, (0, 3, 1, 2)),  # a size-1 dim strided 15
+               lambda dt, k: transposed((3, 1, 4), dt, k, (1, 2, 0)),
+               lambda dt, k: strided((4, 1, 3), dt, k, 2, (1, 2, 0))]     # not dense
+    checked = 0
+    for dt in (torch.float32, torch.float64, torch.float16, torch.int64, torch.int32, torch.bool):
+        for k, mk in enumerate(layouts):
+            x = mk(dt, k)
+            for name, cf, tf in ops:
+                try:
+                    want = tf(x)
+                except RuntimeError:  # no such kernel in torch 1.13 (float16 pow, bool hardtanh ...)
+                    continue
+                got = ct.check(cf(ct.from_torch(x)))
+                what = f"{name}({str(dt)[6:]} {tuple(x.shape)} {x.stride()}): "
+                ct.assert_same_layout(got, want, what=what)
+                # the values too (an ulp of pow's apart at most: its accuracy is tested elsewhere)
+                tol = {torch.float64: 1e-12, torch.float32: 1e-6}.get(want.dtype)
+                ct.assert_close(got, want, rtol=tol, atol=0 if tol else None, what=what)
+                checked += 1
+    assert checked > 250
 
 
 # Buffered steps of the row loop (1,024 elements) and their edges: rows and

@@ -497,6 +497,58 @@ def test_index_values(dtype, layout):
         close(ct_index(x, idxs), torch_index(x, idxs), name + ": ")
 
 
+def random_layout(shape, g):
+    """A tensor of shape whose dims lie in a random order, now and then a ::2 slice of one."""
+    perm = torch.randperm(len(shape), generator=g).tolist()
+    x = torch.randn([shape[p] for p in perm], generator=g, dtype=torch.float64).permute(
+        [perm.index(i) for i in range(len(shape))])
+    if len(shape) and torch.rand(1, generator=g).item() < 0.3:
+        d = int(torch.randint(0, len(shape), (1,), generator=g))
+        big = list(shape)
+        big[d] *= 2
+        x = torch.randn(big, generator=g, dtype=torch.float64)[(slice(None),) * d + (slice(None, None, 2),)]
+    return x
+
+
+def test_index_result_follows_the_operands_layout():
+    """aten's index lays its result out as TensorIterator's output over self
+    restrided (the indexed dims replaced by the index shape at stride 0) and the
+    indices reshaped around it: a permuted self gives a permuted result, empty
+    results stride 0 outside a size-0 dim, and where every operand has the
+    result's shape the fast setup decides. Checked against torch.ops.aten.index
+    on random layouts, index shapes and masks (torch's Python indexing would
+    turn 0-dim indices into select())."""
+    g = torch.Generator().manual_seed(7)
+    cases = 0
+    for _ in range(1500):
+        nd = int(torch.randint(1, 5, (1,), generator=g))
+        shape = [int(v) for v in torch.tensor([1, 2, 3, 4, 5, 7])[torch.randint(0, 6, (nd,), generator=g)]]
+        x = random_layout(shape, g)
+        ents = []
+        for d in range(int(torch.randint(1, nd + 1, (1,), generator=g))):
+            r = torch.rand(1, generator=g).item()
+            if r < 0.4:
+                ents.append(None)
+            elif r < 0.8:
+                ishape = [[], [1], [int(torch.randint(0, 4, (1,), generator=g))], [2, 3]][int(torch.randint(0, 4, (1,), generator=g))]
+                i = torch.randint(-shape[d], shape[d], ishape, generator=g)
+                ents.append(i.t() if len(ishape) == 2 and torch.rand(1, generator=g).item() < 0.5 else i)
+            else:
+                ents.append(torch.rand(shape[d], generator=g) < 0.5)
+        if all(e is None for e in ents):
+            continue
+        try:
+            want = torch.ops.aten.index(x, ents)
+        except (IndexError, RuntimeError):  # the indices do not broadcast (errors are tested elsewhere)
+            continue
+        got = ct.check(ct_index(x, ents))
+        what = f"x {tuple(x.shape)} {x.stride()}, indices {[None if e is None else (tuple(e.shape), e.dtype) for e in ents]}: "
+        ct.assert_close(got, want, rtol=0, atol=0, what=what)
+        ct.assert_same_layout(got, want, what=what)
+        cases += 1
+    assert cases > 1000
+
+
 def test_index_errors():
     x = rand((3, 4))
     cases = [

@@ -51,7 +51,7 @@ static inline int64_t fault(int kind) {
 #define HT_LO C10_SCALAR_AS(T, s[0])
 #define HT_HI C10_SCALAR_AS(T, s[1])
 #define HARDTANH_(x) (((x) < HT_LO ? HT_LO : (x)) > HT_HI ? HT_HI : ((x) < HT_LO ? HT_LO : (x)))
-#define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * ((x) + (T)0.044715 * (x) * (x) * (x)))))
+#define gelu_tanh_(x) ((T)0.5 * (x) * (1 + tanh((T)(M_2_SQRTPI * M_SQRT1_2) * VM_FMA((T)0.044715, (x) * (x) * (x), x)))) /* torch's build fuses it */
 #define softplus_(x, beta, th) ((x) * (beta) > (th) ? (x) : _Generic((x), float: vm_log1p_expf, default: vm_log1p_exp_d)((x) * (beta)) / (beta))
 #define nan_to_num_(x, nan, pinf, ninf) ((x) != (x) ? (nan) : (x) == (T)INFINITY ? (pinf) : (x) == -(T)INFINITY ? (ninf) : (x))
 /* NaN wins; otherwise std::max / std::min as torch's scalar loop: x on a tie (-0 vs 0) */
@@ -594,8 +594,23 @@ static const char *float_only_kernel(int op) {
     }
 }
 
-/* The identity of integer rounding (and of sign on bool): a copy in src's layout. */
-static int copy_through(const OpArgs *a, TensorImpl **out) {
+/* run() into o, a new output laid out as torch allocates it (o's reference taken). */
+static int run_into(int op, const OpArgs *a, TensorImpl **out, int nin, ct_dtype result, ct_dtype compute,
+                    ct_dtype out_compute, ew_kernel k, TensorImpl *o) {
+    if (!o) return -1;
+    OpArgs b; /* what run() reads (see fwd_binary) */
+    memcpy(b.t, a->t, sizeof(TensorImpl *) * (size_t)nin);
+    b.nt = nin;
+    b.dst = o;
+    memcpy(b.s, a->s, sizeof b.s);
+    int r = run(op, &b, out, nin, result, compute, out_compute, k);
+    c10_release(o);
+    return r;
+}
+
+/* The identity of integer rounding (and of sign on bool): a copy, laid out as
+ * torch's TensorIterator output (nan_to_num: empty_like's). */
+static int copy_through(int op, const OpArgs *a, TensorImpl **out) {
     TensorImpl *src = a->t[0];
     if (a->dst) {
         if (c10_has_internal_overlap(a->dst))
@@ -605,8 +620,9 @@ static int copy_through(const OpArgs *a, TensorImpl **out) {
         out[0] = c10_retain(a->dst);
         return 1;
     }
-    out[0] = src->device == CT_META ? at_empty_like(src, src->dtype) : at_to_dtype(src, src->dtype);
-    return out[0] ? 1 : -1;
+    TensorImpl *o = op == OP_nan_to_num ? at_empty_like(src, src->dtype) : at_empty_unary(src, src->dtype, src->dtype);
+    if (o && o->device != CT_META && at_copy_(o, src) < 0) c10_release(o), o = NULL;
+    return (out[0] = o) ? 1 : -1;
 }
 
 /* The dtype a row's kernel computes in for inputs of dtype common: common
@@ -631,11 +647,12 @@ int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
             case OP_neg:
                 return c10_error_int("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                                      "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-            case OP_sign: return copy_through(a, out); /* torch: sign(bool) is the identity */
+            case OP_sign: return copy_through(op, a, out); /* torch: sign(bool) is the identity */
             case OP_relu: return c10_error_int("Boolean inputs not supported for relu");
             case OP_hardtanh: return c10_error_int("Bool inputs not supported for hardtanh");
             case OP_abs: return c10_error_int("\"abs_cpu\" not implemented for 'Bool'");
-            case OP_square: /* torch: pow(bool, 2) promotes to int64 */
+            case OP_square: /* torch: pow(bool, 2) promotes to int64 (pow_'s dtype check in place) */
+                if (a->dst) return c10_error_int("Found dtype Bool but expected Long");
                 result = compute = CT_INT64;
                 break;
             default: return c10_error_int("\"%s\" not implemented for 'Bool'", op_info[op].name);
@@ -645,13 +662,16 @@ int fwd_unary(int op, const OpArgs *a, TensorImpl **out) {
     case K_ROUND:
         if (dt == CT_BOOL && op != OP_nan_to_num)
             return c10_error_int("\"%s_vml_cpu\" not implemented for 'Bool'", op_info[op].name);
-        if (!c10_is_float(dt)) return copy_through(a, out); /* integers are already whole */
+        if (!c10_is_float(dt)) return copy_through(op, a, out); /* integers are already whole */
         break;
     default: /* K_TEST */
         result = CT_BOOL;
         break;
     }
     oc = result == CT_BOOL || !c10_is_float(compute) ? result : compute;
+    /* torch's empty_like(self) for hardtanh and nan_to_num, ones_like / zeros_like for integers' isfinite / isinf */
+    if (!a->dst && (op == OP_hardtanh || op == OP_nan_to_num || ((op == OP_isfinite || op == OP_isinf) && !c10_is_float(dt))))
+        return run_into(op, a, out, 1, result, compute, oc, kernels[op][compute], at_empty_like(a->t[0], result));
     return run(op, a, out, 1, result, compute, oc, kernels[op][compute]);
 }
 
@@ -806,7 +826,10 @@ int fwd_binary(int op, const OpArgs *a, TensorImpl **out) {
             b.t[k2] = tmp[k2];
         }
     }
-    int r = run(op, &b, out, nin, result, compute, oc, k);
+    /* pow(Tensor, Scalar): torch's unary TensorIterator over self.to(common) lays out the result */
+    int r = op == OP_pow && !a->dst && a->t[1]->is_wrapped_number
+                ? run_into(op, &b, out, nin, result, compute, oc, k, at_empty_unary(a->t[0], result, common))
+                : run(op, &b, out, nin, result, compute, oc, k);
     c10_release(tmp[0]);
     c10_release(tmp[1]);
     return r;
