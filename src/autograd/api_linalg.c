@@ -28,9 +28,13 @@ ct_tensor *ct_outer(const ct_tensor *a, const ct_tensor *b) {
 }
 
 /* torch 1.13 matmul's last step by ranks: 1-d @ 2-d squeezes a row in place, 2-d @
- * batched transposes a contiguous copy, other batched ones fold into an _unsafe_view. */
-static const char *matmul_node(int na, int nb) {
-    return na == 1 && nb == 2 ? "SqueezeBackward3" : na == 2 && nb > 2 ? "CloneBackward0" : "UnsafeViewBackward0";
+ * a folding batched b transposes a contiguous copy, other batched ones end in an
+ * _unsafe_view (of a folded mm or of bmm). */
+static const char *matmul_node(int na, const TensorImpl *b) {
+    int nb = b->ndim;
+    return na == 1 && nb == 2                              ? "SqueezeBackward3"
+           : na == 2 && nb > 2 && at_matmul_folds(b, na) ? "CloneBackward0"
+                                                           : "UnsafeViewBackward0";
 }
 
 ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
@@ -46,7 +50,7 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
         ct_clear_error();
         r = at_call1(OP_matmul, &args);
     }
-    ag_name_node(r, OP_matmul, matmul_node(na, nb));
+    ag_name_node(r, OP_matmul, matmul_node(na, t[1]));
     return c10_wrap(r);
 }
 
@@ -71,7 +75,7 @@ ct_tensor *ct_linear(const ct_tensor *input, const ct_tensor *weight, const ct_t
     static const char *const path_node[] = {"AddmmBackward0", "ViewBackward0", "AddBackward0"};
     int path = at_linear_path(t[0], t[2]), nx = t[0]->ndim, nw = t[1]->ndim;
     ag_name_node(r, OP_linear, path != LINEAR_MATMUL ? path_node[path] : nx == 2 && nw == 2 ? "MmBackward0"
-                               : nx == 2 ? "MvBackward0" : nx == 1 && nw == 1 ? "DotBackward0" : matmul_node(nx, nw));
+                               : nx == 2 ? "MvBackward0" : nx == 1 && nw == 1 ? "DotBackward0" : matmul_node(nx, t[1]));
     return c10_wrap(r);
 }
 

@@ -592,6 +592,13 @@ static TensorImpl *fold(TensorImpl *t) {
     return v;
 }
 
+/* torch 1.13's should_fold exception: a 3-d t against a 2-d operand whose last two
+ * dims are transposed (permute(0, 2, 1)) goes through bmm, not a folding copy. */
+bool at_matmul_folds(const TensorImpl *t, int other_ndim) {
+    return !(t->ndim == 3 && other_ndim == 2 && t->strides[2] != 1 &&
+             t->strides[0] == t->sizes[1] * t->sizes[2]);
+}
+
 /* matmul with PyTorch's rules. init/alpha/beta: linear's bias (init may be NULL). */
 TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *init, double alpha, double beta) {
     int da = a->ndim, db = b->ndim;
@@ -628,7 +635,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
         return mm_impl(op, a, b, init, alpha, beta);
     }
     int64_t shape[CT_MAX_DIMS];
-    if (da >= 3 && db <= 2) {
+    if (da >= 3 && db <= 2 && at_matmul_folds(a, db)) {
         /* fold a's batch into its rows: one gemm */
         int64_t rows = 1, K = a->sizes[da - 1];
         for (int d = 0; d < da - 1; d++) rows *= a->sizes[d];
@@ -648,7 +655,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
         c10_release(fb);
         return r;
     }
-    if (da <= 2 && db >= 3) {
+    if (da <= 2 && db >= 3 && at_matmul_folds(b, da)) {
         /* PyTorch computes (b^T folded) @ a^T: its messages speak of that product */
         int64_t rows = 1, Kb = b->sizes[db - 2], Ka = a->sizes[da - 1];
         for (int d = 0; d < db - 2; d++) rows *= b->sizes[d];
@@ -676,7 +683,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
     int64_t Kb = db >= 2 ? b->sizes[db - 2] : b->sizes[0], N = db >= 2 ? b->sizes[db - 1] : 1;
     int64_t nbatch = 1;
     for (int d = 0; d < nbs; d++) nbatch *= bs[d];
-    if (da >= 3 && db >= 3) {
+    if (nbs > 0 && da >= 2 && db >= 2) {
         if (K != Kb)
             return c10_error("%s: Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but "
                              "got: [%lld, %lld].",

@@ -122,6 +122,7 @@ CT_INTERNAL int ew_check_written(const char *op, const TensorImpl *o, TensorImpl
  * addmm, addmm of a contiguous 3-d input folded to 2-d, matmul then add_(bias), matmul. */
 enum { LINEAR_ADDMM, LINEAR_FOLDED_ADDMM, LINEAR_MATMUL_ADD, LINEAR_MATMUL };
 CT_INTERNAL int at_linear_path(const TensorImpl *x, const TensorImpl *bias);
+CT_INTERNAL bool at_matmul_folds(const TensorImpl *t, int other_ndim);
 CT_INTERNAL int ew_broadcast(const char *op, TensorImpl *const *in, int nin, const TensorImpl *out, int64_t *shape);
 /* the gradient of gelu (erf form), silu or softplus (s: beta, threshold) at
  * x, times g, in one pass (no history) */

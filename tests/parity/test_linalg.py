@@ -626,3 +626,29 @@ def test_empty_integer_products_check_no_scalars():
         ct.assert_same_outcome(lambda: cfn(*[ct.from_torch(t) for t in args], beta, alpha),
                                lambda: tfn(*args, beta=beta, alpha=alpha), f"{tfn.__name__} {beta} {alpha}: ",
                                compare=lambda got, want: ct.assert_close(got, want))
+
+
+@GRAD
+def test_matmul_transposed_3d_goes_through_bmm():
+    """torch 1.13's should_fold: a 3-d operand against a 2-d one whose last two dims
+    are transposed (stride[-1] != 1, stride[0] == size[1] * size[2]) is not folded
+    into one mm but taken through expand + bmm: bmm's errors and node."""
+    f32 = torch.float32
+    a3 = torch.ones(7, 5, 4).transpose(1, 2)              # (7, 4, 5), strides (20, 1, 4)
+    err("ct_matmul", torch.matmul, [a3, torch.ones(6, 2)])
+    err("ct_matmul", torch.matmul, [torch.ones(4, 6), torch.ones(7, 5, 7).transpose(1, 2)])
+    xb = torch.ones(4, 1, 5, dtype=torch.bool).transpose(1, 2)
+    err("ct_linear", torch.nn.functional.linear, [xb, torch.ones(2, 1, dtype=torch.bool), None])
+    # a contiguous 3-d operand still folds: mm's words
+    err("ct_matmul", torch.matmul, [torch.ones(7, 4, 5), torch.ones(6, 2)])
+    for sa, sb in [((3, 4, 5), (4, 2)), ((6, 3), (2, 4, 3)), ((1, 2, 3), (2, 3))]:
+        a = rand(sa, f32).transpose(1, 2) if len(sa) == 3 else rand(sa, f32)
+        b = rand(sb, f32).transpose(1, 2) if len(sb) == 3 else rand(sb, f32)
+        compare("ct_matmul", torch.matmul, [a, b], k=a.shape[-1])
+    for ta, tb in [(rand((3, 4, 5), D).transpose(1, 2), rand((4, 2), D)),
+                   (rand((6, 3), D), rand((2, 4, 3), D).transpose(1, 2)),
+                   (rand((6, 3), D), rand((2, 3, 4), D))]:
+        want = torch.matmul(ta.requires_grad_(), tb.requires_grad_()).grad_fn.name()
+        got = lib.ct_grad_fn_name(call("ct_matmul", leaf(ta), leaf(tb)))
+        assert got == want.encode(), (got, want)
+        check_grads("ct_matmul", torch.matmul, [ta.detach(), tb.detach()])
