@@ -683,7 +683,7 @@ TensorImpl *la_matmul(const char *op, TensorImpl *a, TensorImpl *b, TensorImpl *
     int64_t Kb = db >= 2 ? b->sizes[db - 2] : b->sizes[0], N = db >= 2 ? b->sizes[db - 1] : 1;
     int64_t nbatch = 1;
     for (int d = 0; d < nbs; d++) nbatch *= bs[d];
-    if (nbs > 0 && da >= 2 && db >= 2) {
+    if (da >= 2 && db >= 2) { /* bmm: both batched, or a 3-d operand that does not fold */
         if (K != Kb)
             return c10_error("%s: Expected size for first two dimensions of batch2 tensor to be: [%lld, %lld] but "
                              "got: [%lld, %lld].",
