@@ -2378,8 +2378,14 @@ int fwd_where(int op, const OpArgs *a, TensorImpl **out) {
     PromoteState st = {0};
     promote_add_tensor(&st, a->t[1]);
     promote_add_tensor(&st, a->t[2]);
-    TensorImpl *in[3] = {a->t[0], a->t[1], a->t[2]};
-    return ew_own("where", 3, in, promote_result(&st), k_where, a->s, NULL, out, 1u); /* the condition read as is */
+    /* torch converts a uint8 condition with cond.to(kBool) (preserve_format),
+     * whose dense strides then count in the result's layout */
+    TensorImpl *c = a->t[0]->dtype == CT_UINT8 ? at_to_dtype(a->t[0], CT_BOOL) : c10_retain(a->t[0]);
+    if (!c) return -1;
+    TensorImpl *in[3] = {c, a->t[1], a->t[2]};
+    int r = ew_own("where", 3, in, promote_result(&st), k_where, a->s, NULL, out, 1u); /* the condition read as is */
+    c10_release(c);
+    return r;
 }
 
 /* t[0] self, t[1] mask (bool); s[0] value. dst: in place (masked_fill_) */

@@ -8,6 +8,7 @@ are not multiples of the tiles (64 x 32) or of the SIMD transposes, include
 0 and 1, and some are large enough for two threads."""
 from ctypes import c_double, c_int, c_void_p
 
+import warnings
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -214,6 +215,28 @@ def test_where_output_layout_as_torch(adt, bdt):
                 what = f"where {tuple(c.stride())} {tuple(a.stride())} {tuple(b.stride())}: "
                 ct.assert_close(got, want, what=what)
                 ct.assert_same_layout(got, want, what=what)
+
+
+def test_where_uint8_condition_layout_as_torch():
+    """torch 1.13 takes a uint8 condition through cond.to(kBool) first: the
+    converted copy is dense (preserve_format), so an expanded or strided uint8
+    condition counts in the output's layout as a dense one, not as its own
+    strides (a bool condition does count as its own strides)"""
+    g = torch.Generator().manual_seed(41)
+    x = torch.randn(2, 3, 2, generator=g).permute(2, 0, 1)
+    u8 = lambda *shape: (torch.rand(*shape, generator=g) > 0.5).to(torch.uint8)  # noqa: E731
+    conds = [torch.tensor([[1], [0]], dtype=torch.uint8).expand(2, 2).unsqueeze(-1),
+             u8(3, 2).t(), u8(3, 2, 2).permute(1, 2, 0), u8(2, 3)[:, None, :].expand(2, 2, 3),
+             u8(2, 6)[:, ::2].unsqueeze(1)]
+    for c in conds:
+        for a, b in ((x, torch.tensor(True)), (x, x.contiguous()), (torch.tensor(1.5), x)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = torch.where(c, a, b)
+            got = ct.check(lib.ct_where(ct.from_torch(c), ct.from_torch(a), ct.from_torch(b)))
+            what = f"where uint8 {tuple(c.stride())} {tuple(a.stride())} {tuple(b.stride())}: "
+            ct.assert_close(got, want, what=what)
+            ct.assert_same_layout(got, want, what=what)
 
 
 def test_self_overlap_with_transposed_view():
