@@ -172,6 +172,7 @@ CT_INTERNAL bool ag_requires_grad(const TensorImpl *t);
 CT_INTERNAL bool ag_is_leaf(const TensorImpl *t);
 CT_INTERNAL Node *ag_grad_fn(const TensorImpl *t);
 CT_INTERNAL Edge ag_gradient_edge(TensorImpl *t); /* retained fn, or {NULL} */
+CT_INTERNAL int ag_check_view(const TensorImpl *t); /* -1: a no_grad or multi-output view rebased since */
 /* A node with num_next edges, num_inputs output slots, nsaved saved variables
  * and nwords int64 words for the geometry of its input and output metas
  * (2 * ndim each) and its int arguments. */

@@ -416,18 +416,20 @@ int ag_run_backward(TensorImpl **roots, TensorImpl **grads, int nroots, const Ba
     for (int i = 0; i < o->ninputs; i++) o->results[i] = NULL;
     bool prev_mode = ag_set_grad_enabled(o->create_graph);
     int rc = 0;
+    /* a view made under no_grad of a tensor that requires grad does too, but
+     * has no edge: torch's gradient_edge() is empty for it, and so an error */
     for (int i = 0; i < nroots && rc == 0; i++) {
-        if (!ag_requires_grad(roots[i]))
+        if (ag_check_view(roots[i]) < 0) rc = -1;
+        else if (!ag_requires_grad(roots[i]) || !(edges[i] = ag_gradient_edge(roots[i])).fn)
             rc = c10_error_int("element %d of tensors does not require grad and does not have a grad_fn", i);
         else if (!(g0[i] = root_grad(roots[i], grads ? grads[i] : NULL, i)))
             rc = -1;
-        else
-            edges[i] = ag_gradient_edge(roots[i]);
     }
     for (int i = 0; i < o->ninputs && rc == 0; i++) {
-        if (!ag_requires_grad(o->inputs[i]))
+        if (ag_check_view(o->inputs[i]) < 0) rc = -1;
+        else if (!ag_requires_grad(o->inputs[i]))
             rc = c10_error_int("One of the differentiated Tensors does not require grad");
-        else
+        else /* no edge (such a view): never reached, torch's Identity edge (unused) */
             captures[i] = ag_gradient_edge(o->inputs[i]);
     }
     if (rc == 0) rc = compute_dependencies(&g, edges, nroots);

@@ -194,8 +194,7 @@ static Node *record_as_strided(TensorImpl *base, TensorImpl *t) {
 static void refresh_view(const TensorImpl *ct) {
     TensorImpl *t = (TensorImpl *)ct;
     AutogradMeta *m = t ? t->autograd : NULL;
-    if (!m || !m->is_view || m->creation != CM_DEFAULT || m->attr_version == c10_version(t) || !ag_grad_enabled())
-        return;
+    if (!m || !m->is_view || m->creation != CM_DEFAULT || m->attr_version == c10_version(t)) return;
     m->attr_version = c10_version(t);
     AutogradMeta *bm = m->base->autograd;
     if (bm && (bm->requires_grad || bm->grad_fn)) ag_node_release(record_as_strided(m->base, t));
@@ -438,6 +437,17 @@ COLD_CODE static int view_rebase_error(const TensorImpl *t, bool direct) {
         return c10_error_int("%s%s %s modified inplace with grad mode enabled. %s", head,
                              m->grad_fn ? " of a view which was created in no_grad mode and" : "", what, tail);
     return c10_error_int("%s and %s modified inplace. %s", head, what, tail);
+}
+
+/* -1 when t is a view that may not be used any more (view_rebase_error),
+ * as torch's grad_fn() of it raises in any grad mode: backward and
+ * autograd.grad ask of their outputs and inputs */
+int ag_check_view(const TensorImpl *t) {
+    if (!t || !t->autograd || !t->autograd->creation) return 0;
+    bool prev = ag_set_grad_enabled(true);
+    int rc = view_rebase_error(t, false);
+    ag_set_grad_enabled(prev);
+    return rc;
 }
 
 /* 1: record the op's history, 0: not, -1: an input is a view that may not be

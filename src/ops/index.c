@@ -661,7 +661,9 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     if (src && src->dtype != self->dtype)
         return c10_error_int("scatter(): Expected self.dtype to be equal to src.dtype"); /* torch's, for both */
     if (gs_check(op, self, dim, index, src, false) < 0) return -1;
-    if (a->dst && c10_has_internal_overlap(a->dst)) return overlap_error(op);
+    if (a->dst && (c10_has_internal_overlap(a->dst) ? overlap_error(op)
+                                                     : at_check_no_overlap(op, a->dst, index) || at_check_no_overlap(op, a->dst, src)))
+        return -1;
     TensorImpl *o = a->dst ? c10_retain(a->dst) : c10_empty(self->sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
     TensorImpl *idx = NULL, *sv = NULL;
@@ -1224,7 +1226,10 @@ int fwd_index_put(int op, const OpArgs *a, TensorImpl **out) {
             if (e) break;
             pos++;
         }
-    if (values->dtype != self->dtype && !a->i[0] && values->numel == 1 && masks == 1 && defined == 1) {
+    bool fill = !a->i[0] && values->numel == 1 && masks == 1 && defined == 1;
+    for (int k = 1; a->dst && !fill && k < a->nt; k++) /* torch's assert_no_overlap: the values, the indices */
+        if (at_check_no_overlap("index_put", a->dst, a->t[k]) < 0) return -1;
+    if (values->dtype != self->dtype && fill) {
         double v = values->device == CT_META ? 0 : c10_get(values, 0);
         if ((c10_is_float(values->dtype) ? float_value_fits(v, self->dtype) : c10_check_value_fits(v, self->dtype)) < 0)
             return -1;

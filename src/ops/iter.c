@@ -291,15 +291,23 @@ TensorImpl *at_empty_iter(int64_t (*st)[CT_MAX_DIMS], int n, bool same_shape, co
 /* PyTorch's assert_no_partial_overlap, for the cases it decides: two dense
  * tensors over the same storage whose memory ranges overlap without being the
  * same elements (the same range with other strides, as x and x.t(), is not). */
-static bool partial_overlap(const TensorImpl *out, const TensorImpl *in) {
+static int overlap_status(const TensorImpl *out, const TensorImpl *in) { /* 0 none, 1 partial, 2 full */
     if (out->storage != in->storage || !out->numel || !in->numel || !dense_non_overlapping(out) ||
         !dense_non_overlapping(in))
-        return false;
+        return 0;
     int64_t a0 = out->offset * (int64_t)c10_elsize[out->dtype], a1 = a0 + out->numel * (int64_t)c10_elsize[out->dtype];
     int64_t b0 = in->offset * (int64_t)c10_elsize[in->dtype], b1 = b0 + in->numel * (int64_t)c10_elsize[in->dtype];
     if (a0 == b0 && a1 == b1)
-        return out->ndim != in->ndim || memcmp(out->strides, in->strides, sizeof(int64_t) * (size_t)out->ndim);
+        return out->ndim != in->ndim || memcmp(out->strides, in->strides, sizeof(int64_t) * (size_t)out->ndim) ? 1 : 2;
     return a0 < b1 && b0 < a1;
+}
+static bool partial_overlap(const TensorImpl *out, const TensorImpl *in) { return overlap_status(out, in) == 1; }
+
+int at_check_no_overlap(const char *op, const TensorImpl *out, const TensorImpl *in) {
+    if (!in || !overlap_status(out, in)) return 0;
+    return c10_error_int("%s: unsupported operation: some elements of the input tensor and the written-to tensor "
+                         "refer to a single memory location. Please clone() the tensor before performing the "
+                         "operation.", op);
 }
 
 TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *strides, int ndim, ct_dtype dtype,
@@ -1012,10 +1020,7 @@ int ew_check_written(const char *op, const TensorImpl *o, TensorImpl *const *in,
                              "refers to a single memory location. Please clone() the tensor before "
                              "performing the operation.", op);
     for (int k = 0; k < nin; k++)
-        if (partial_overlap(o, in[k]))
-            return c10_error_int("%s: unsupported operation: some elements of the input tensor and the "
-                                 "written-to tensor refer to a single memory location. Please clone() the "
-                                 "tensor before performing the operation.", op);
+        if (partial_overlap(o, in[k])) return at_check_no_overlap(op, o, in[k]);
     return 0;
 }
 

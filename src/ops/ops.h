@@ -115,6 +115,9 @@ CT_INTERNAL int ew_run(const ElementwiseSpec *spec, TensorImpl *const *inputs, T
  * (before shapes and dtypes): no element written twice, no input partly over
  * it. 0, or -1 with torch's message. */
 CT_INTERNAL int ew_check_written(const char *op, const TensorImpl *o, TensorImpl *const *in, int nin);
+/* torch's assert_no_overlap: -1 with its message when in (NULL: none) and the
+ * written-to out share any memory (both dense over one storage), else 0 */
+CT_INTERNAL int at_check_no_overlap(const char *op, const TensorImpl *out, const TensorImpl *in);
 /* TensorIterator's compute_shape: the inputs' broadcast shape into shape (the
  * output's, which it must equal, when out is given); its ndim, or -1 with torch's
  * message. Errors that torch raises after it (dtypes, kernels) call it first. */

@@ -373,3 +373,177 @@ def test_version_error_names_the_type_as_torch(dtype):
     assert lib.ct_add_scalar_(hy, 1.0) == 0
     ct.clear_error()
     ct.assert_error(lib.ct_backward(ct.check(lib.ct_sum(hy)), None), want)
+
+
+# ------------------------------------------- views as backward's roots and inputs
+for row in [
+    ("ct_set_grad_enabled", c_bool, [c_bool]),
+    ("ct_set_requires_grad", c_int, [T, c_bool]),
+    ("ct_mean_dims", T, [CT, ctypes.POINTER(c_int), c_int, c_bool]),
+    ("ct_index_put_", c_int, [T, TP, c_int, CT, c_bool]),
+    ("ct_scatter_", c_int, [T, c_int, CT, CT]),
+    ("ct_scatter_add_", c_int, [T, c_int, CT, CT]),
+    ("ct_pow_scalar_", c_int, [T, c_double]),
+    ("ct_sum_dims", T, [CT, ctypes.POINTER(c_int), c_int, c_bool]),
+    ("ct_mean", T, [CT]),
+]:
+    ct.declare(*row)
+
+
+def own_leaf(x, requires_grad=True):
+    """A leaf that is no view (ct.leaf's are views of a storage tensor, and a
+    view of a view has the first one's base, which needs no grad)"""
+    h = ct.check(lib.ct_clone(ct.from_torch(x)))
+    assert lib.ct_set_requires_grad(h, requires_grad) == 0
+    return h
+
+
+def no_grad(f):
+    prev = lib.ct_set_grad_enabled(False)
+    try:
+        return f()
+    finally:
+        lib.ct_set_grad_enabled(prev)
+
+
+def backward_and_grad(hroot, g, hinput):
+    """(ct_backward's result, ct_autograd_grad's result) from root"""
+    rb = lib.ct_backward(hroot, ct.from_torch(g))
+    eb = ct.last_error()
+    ct.clear_error()
+    res = (c_void_p * 1)()
+    rg = lib.ct_autograd_grad((c_void_p * 1)(hroot), (c_void_p * 1)(ct.from_torch(g)), 1, (c_void_p * 1)(hinput),
+                              1, res, True, False, True)
+    eg = ct.last_error()
+    ct.clear_error()
+    return (rb, eb), (rg, eg)
+
+
+@pytest.mark.parametrize("base", ["non_leaf", "leaf"])
+def test_backward_from_a_view_made_under_no_grad(base):
+    """A view made under no_grad of a tensor that requires grad requires grad
+    too (torch's view rule) but has no history: backward and autograd.grad from
+    it fail in torch's words (they crashed)"""
+    x = rand(3, 60)
+    g = torch.ones(2, dtype=torch.float64)
+    tx = x.clone().requires_grad_()
+    ty = tx * 2 if base == "non_leaf" else tx
+    with torch.no_grad():
+        tv = ty.narrow(0, 0, 2)
+    want_b = ct.torch_error(lambda: tv.backward(g))
+    want_g = ct.torch_error(lambda: torch.autograd.grad(tv, tx, g))
+    hx = own_leaf(x)
+    hy = ct.check(lib.ct_mul_scalar(hx, 2.0)) if base == "non_leaf" else hx
+    hv = no_grad(lambda: ct.check(lib.ct_narrow(hy, 0, 0, 2)))
+    assert lib.ct_requires_grad(hv) == tv.requires_grad
+    (rb, eb), (rg, eg) = backward_and_grad(hv, g, hx)
+    assert rb == -1 and want_b in eb, (eb, want_b)
+    assert rg == -1 and want_g in eg, (eg, want_g)
+    # as autograd.grad's input instead: no edge, so never reached ("not used")
+    want_in = ct.torch_error(lambda: torch.autograd.grad((ty * 3).sum(), tv))
+    res = (c_void_p * 1)()
+    rc = lib.ct_autograd_grad((c_void_p * 1)(ct.check(lib.ct_sum(ct.check(lib.ct_mul_scalar(hy, 3.0))))), None, 1,
+                              (c_void_p * 1)(hv), 1, res, True, False, False)
+    ct.assert_error(rc, want_in)
+    ct.clear_error()
+
+
+def test_backward_from_a_no_grad_view_whose_base_was_then_written():
+    """The base of a view made under no_grad is written in place (grad mode on)
+    by a tensor that requires grad: using the view is torch's no_grad-view
+    error, for backward from it too (it crashed)"""
+    x, y = rand(3, 61), rand(3, 62)
+    g = torch.ones(2, dtype=torch.float64)
+    tx, ty = x.clone(), y.clone().requires_grad_()
+    with torch.no_grad():
+        tv = tx.narrow(0, 0, 2)
+    tx.add_(ty)
+    want = ct.torch_error(lambda: tv.backward(g))
+    assert want and "no_grad mode" in want
+    hx, hy = ct.check(lib.ct_clone(ct.from_torch(x))), own_leaf(y)
+    hv = no_grad(lambda: ct.check(lib.ct_narrow(hx, 0, 0, 2)))
+    assert lib.ct_add_(hx, hy) == 0
+    (rb, eb), (rg, eg) = backward_and_grad(hv, g, hy)
+    assert rb == -1 and want in eb, (eb, want)
+    assert rg == -1 and want in eg, (eg, want)
+
+
+@pytest.mark.parametrize("case", ["base_needs_no_grad", "base_rewritten"])
+def test_backward_straight_from_a_view_whose_base_was_written(case):
+    """backward and autograd.grad take a root view's history anew when its base
+    was written in place since (the grad mode they run in did not stop it: a
+    stale history gave a wrong gradient or crashed)"""
+    a, b = rand(3, 63), rand(3, 64)
+    g = rand(2, 65)
+    if case == "base_needs_no_grad":  # x needs no grad; x += y makes the view v require it
+        tx, ty = a.clone(), b.clone().requires_grad_()
+        tv = tx.narrow(0, 0, 2)
+        tx.add_(ty)
+        tleaf = ty
+
+        def build():
+            hx, hy = ct.check(lib.ct_clone(ct.from_torch(a))), own_leaf(b)
+            hv = ct.check(lib.ct_narrow(hx, 0, 0, 2))
+            assert lib.ct_add_(hx, hy) == 0
+            return hy, hv
+    else:  # y = a * 1; v = y[:2]; y.pow_(2): v's gradient is 2 a g
+        ta = a.clone().requires_grad_()
+        ty = ta * 1.0
+        tv = ty.narrow(0, 0, 2)
+        ty.pow_(2)
+        tleaf = ta
+
+        def build():
+            hleaf = own_leaf(a)
+            hy = ct.check(lib.ct_mul_scalar(hleaf, 1.0))
+            hv = ct.check(lib.ct_narrow(hy, 0, 0, 2))
+            assert lib.ct_pow_scalar_(hy, 2.0) == 0
+            return hleaf, hv
+    tv.backward(g)
+    want = tleaf.grad
+    hleaf, hv = build()
+    assert lib.ct_backward(hv, ct.from_torch(g)) == 0, ct.last_error()
+    ct.assert_close(grad(hleaf), want, what="backward: ")
+    hleaf, hv = build()
+    res = (c_void_p * 1)()
+    assert lib.ct_autograd_grad((c_void_p * 1)(hv), (c_void_p * 1)(ct.from_torch(g)), 1, (c_void_p * 1)(hleaf), 1,
+                                res, False, False, False) == 0, ct.last_error()
+    ct.assert_close(res[0], want, what="autograd.grad: ")
+
+
+def test_mean_over_dims_saves_self_as_torch():
+    """torch 1.13's MeanBackward1 saves self: a second backward without
+    retain_graph fails, and so does one after self was written in place (sum
+    over dims and the full mean save no tensor: both go through)"""
+    x = rand((2, 3), 66)
+    cases = {"mean_dims": (lambda t: t.mean([0]), lambda h: lib.ct_mean_dims(h, (c_int * 1)(0), 1, False)),
+             "sum_dims": (lambda t: t.sum([0]), lambda h: lib.ct_sum_dims(h, (c_int * 1)(0), 1, False)),
+             "mean": (lambda t: t.mean(), lambda h: lib.ct_mean(h))}
+    for what, (tf, cf) in cases.items():
+        tx = x.clone().requires_grad_()
+        ty = tf(tx)
+        g = torch.ones_like(ty)
+        ty.backward(g)
+        want_twice = ct.torch_error(lambda: ty.backward(g))
+        hx = own_leaf(x)
+        hy = ct.check(cf(hx))
+        assert lib.ct_backward(hy, ct.from_torch(g)) == 0
+        rc = lib.ct_backward(hy, ct.from_torch(g))
+        if want_twice is None:
+            assert rc == 0, f"{what}: {ct.last_error()}"
+        else:
+            ct.assert_error(rc, want_twice, what=what + ": ")
+        ct.clear_error()
+        tz = x.clone().requires_grad_() * 1.0  # then self written in place before backward
+        tw = tf(tz)
+        tz.add_(1)
+        want_ver = ct.torch_error(lambda: tw.backward(torch.ones_like(tw)))
+        hz = ct.check(lib.ct_mul_scalar(own_leaf(x), 1.0))
+        hw = ct.check(cf(hz))
+        assert lib.ct_add_scalar_(hz, 1.0) == 0
+        rc = lib.ct_backward(hw, ct.from_torch(torch.ones_like(tw)))
+        if want_ver is None:
+            assert rc == 0, f"{what}: {ct.last_error()}"
+        else:
+            ct.assert_error(rc, want_ver.split(" is at version")[0].split("], ")[0], what=what + ": ")
+        ct.clear_error()

@@ -1637,3 +1637,56 @@ def test_index_by_colons_alone_is_a_view():
     ct.assert_error(lib.ct_index(h(torch.tensor(1.0)), arr([None]), 1), msg)
     msg = ct.torch_message(ct.torch_error(lambda: x[:, :, :]))
     ct.assert_error(lib.ct_index(hx, arr([None] * 3), 3), msg)
+
+
+def test_writes_whose_inputs_share_the_written_memory():
+    """torch's assert_no_overlap in index_put_, scatter_ and scatter_add_: values,
+    src or an index over memory of the written-to tensor (all of it, or part)
+    is an error that leaves it unchanged; the masked_fill dispatch of index_put_
+    (one value, one mask) and disjoint parts of one storage go through"""
+    perm = torch.tensor([1, 0, 3, 2])
+    mask = torch.tensor([True, False, True, False])
+    nr = lambda hx, a, n: ct.check(lib.ct_narrow(hx, 0, a, n))  # noqa: E731
+
+    def put(acc, k=None):
+        return (lambda x: x.index_put_((perm[:k] % 2 if k else perm,), x[1:1 + k] if k else x, accumulate=acc),
+                lambda hx: lib.ct_index_put_(nr(hx, 0, k) if k else hx, arr([h(perm[:k] % 2 if k else perm)]), 1,
+                                             nr(hx, 1, k) if k else hx, acc), k)
+    cases = {
+        "index_put_ values = self": put(False),
+        "index_put_ accumulate, values = self": put(True),
+        "index_put_ values over part of self": put(False, 2),
+        "scatter_ src = self": (lambda x: x.scatter_(0, perm, x), lambda hx: lib.ct_scatter_(hx, 0, h(perm), hx), None),
+        "scatter_add_ src = self": (lambda x: x.scatter_add_(0, perm, x),
+                                    lambda hx: lib.ct_scatter_add_(hx, 0, h(perm), hx), None),
+        "index_put_ values disjoint": (lambda x: x[:2].index_put_((perm[:2] % 2,), x[2:]),
+                                       lambda hx: lib.ct_index_put_(nr(hx, 0, 2), arr([h(perm[:2] % 2)]), 1,
+                                                                    nr(hx, 2, 2), False), None),
+        "index_put_ as masked_fill, value a 0-dim view of self": (
+            lambda x: x.index_put_((mask,), x[1]),
+            lambda hx: lib.ct_index_put_(hx, arr([h(mask)]), 1, ct.check(lib.ct_select(hx, 0, 1)), False), None),
+    }
+    for what, (tf, cf, _) in cases.items():
+        x = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)
+        tx = x.clone()
+        want = ct.torch_error(lambda: tf(tx))
+        hx = ct.check(lib.ct_clone(h(x)))
+        rc = cf(hx)
+        if want is None:
+            assert rc == 0, f"{what}: {ct.last_error()}"
+        else:
+            ct.assert_error(rc, want, what=what + ": ")
+            ct.clear_error()
+        close(hx, tx, what=what + ": ")
+    # an index tensor that is the written-to tensor itself (int64 self)
+    for what, tf, cf in [
+            ("index_put_", lambda x: x.index_put_((x,), torch.tensor([5, 6, 7, 8])),
+             lambda hx: lib.ct_index_put_(hx, arr([hx]), 1, h(torch.tensor([5, 6, 7, 8])), False)),
+            ("scatter_", lambda x: x.scatter_(0, x, torch.tensor([5, 6, 7, 8])),
+             lambda hx: lib.ct_scatter_(hx, 0, hx, h(torch.tensor([5, 6, 7, 8]))))]:
+        tx = perm.clone()
+        want = ct.torch_error(lambda: tf(tx))
+        hx = ct.check(lib.ct_clone(h(perm)))
+        ct.assert_error(cf(hx), want, what=what + " index = self: ")
+        ct.clear_error()
+        close(hx, tx)
