@@ -159,8 +159,14 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
                                  takes the target's with x and y swapped, not negated */
         TensorImpl *diff = which == 0 ? SUB(x, y) : SUB(y, x);
         TensorImpl *one = F(ag_wrapped_scalar(1, diff ? diff->dtype : CT_FLOAT32)), *mone = NEG(one);
-        /* beta 0: the middle is only NaN's; torch's double backward is 0 there */
-        OpArgs hi = {.t = {CMPS(ge, diff, beta), one, beta > 0 ? DIVS(diff, beta) : MULS(diff, 0)}, .nt = 3};
+        /* the middle, |diff| < beta: diff / beta; elsewhere in it (a NaN diff, or
+         * beta 0: only NaN's) diff * 0, as torch's double backward is 0 there */
+        TensorImpl *zero = MULS(diff, 0), *mid = zero;
+        if (beta > 0) {
+            OpArgs m = {.t = {CMPS(lt, UN(abs, diff), beta), DIVS(diff, beta), zero}, .nt = 3};
+            mid = m.t[0] && m.t[1] && zero ? F(ag_call1(OP_where, &m)) : NULL;
+        }
+        OpArgs hi = {.t = {CMPS(ge, diff, beta), one, mid}, .nt = 3};
         OpArgs lo = {.t = {CMPS(le, diff, -beta), mone, hi.t[0] && hi.t[2] ? F(ag_call1(OP_where, &hi)) : NULL},
                      .nt = 3};
         d = hi.t[0] && hi.t[2] && lo.t[0] && lo.t[2] ? F(ag_call1(OP_where, &lo)) : NULL;

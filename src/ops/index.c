@@ -1730,7 +1730,7 @@ int fwd_pad(int op, const OpArgs *a, TensorImpl **out) {
         cur += lo < 0 ? lo : 0;
         if (hi < 0 && c10_narrow_check(cur, &s1, cur + hi) < 0) return -1;
     }
-    for (int k = 0; k < np / 2; k++) {
+    for (int k = np / 2 - 1; k >= 0; k--) { /* the leading padded dim first, as torch */
         int d = self->ndim - 1 - k;
         if (__builtin_add_overflow(self->sizes[d], a->i[2 * k], &sizes[d]) ||
             __builtin_add_overflow(sizes[d], a->i[2 * k + 1], &sizes[d]))

@@ -205,6 +205,8 @@ static bool strides_channels_last(const int64_t *shape, const int64_t *strides, 
     return ndim == 4;
 }
 
+bool at_channels_last_contiguous(const TensorImpl *t) { return strides_channels_last(t->sizes, t->strides, t->ndim); }
+
 static bool dense_non_overlapping(const TensorImpl *t) {
     return t->is_contiguous || strides_dense(t->sizes, t->strides, t->ndim);
 }

@@ -872,6 +872,16 @@ int fwd_pw_loss(int op, const OpArgs *a, TensorImpl **out) {
         return c10_error_int("%s: all elements of input should be between 0 and 1", pi->name);
     }
     int64_t reduction = a->i[0];
+    if (reduction == CT_REDUCTION_NONE && op == OP_binary_cross_entropy_with_logits) { /* torch's composite runs */
+        TensorImpl *r = at_empty_like(a->t[1], l->dtype); /* in place on 1 - target: the target's layout */
+        if (r && !memcmp(r->strides, l->strides, sizeof(int64_t) * (size_t)l->ndim)) {
+            c10_release(r);
+            ONE(l);
+        }
+        if (r && r->device != CT_META && at_copy_(r, l) < 0) c10_release(r), r = NULL;
+        c10_release(l);
+        ONE(r);
+    }
     if (reduction == CT_REDUCTION_NONE) ONE(l);
     double s = 0;
     if (l->device != CT_META && l->numel) {
@@ -1173,18 +1183,27 @@ fail:
 /* ----------------------------------------------------------------- batch_norm */
 
 /* Per channel c of x [N, C, inner]: statistics and y. */
+/* One plane: torch's x * alpha + beta (alpha = w rstd, beta = b - mean alpha),
+ * or (gen) its generic path's ((x - mean) rstd) w + b, which it takes when
+ * x is neither contiguous nor channels-last or the weight or bias is strided
+ * (strided statistics do not count): they differ with inf parameters */
 #define DEF_BN_FWD(T, S)                                                                                  \
+    static inline void bn_plane_##S(const T *restrict p, T *restrict o, int64_t n, T mu, T rs, T wv, T bv, \
+                                    bool gen) {                                                            \
+        T sc = wv * rs, sh = bv - mu * sc;                                                                 \
+        if (gen)                                                                                           \
+            for (int64_t i = 0; i < n; i++) o[i] = (p[i] - mu) * rs * wv + bv;                             \
+        else                                                                                               \
+            for (int64_t i = 0; i < n; i++) o[i] = p[i] * sc + sh;                                         \
+    }                                                                                                      \
     static void bn_fwd_##S(const T *restrict x, int64_t N, int64_t C, int64_t inner, bool training,      \
                            const T *restrict w, const T *restrict b, double eps, T *restrict y,          \
-                           T *restrict mean, T *restrict rstd, double *restrict var_out) {                \
+                           T *restrict mean, T *restrict rstd, double *restrict var_out, bool gen) {      \
         if (!training) { /* plane by plane, in memory order (a channel's planes, C apart: 1.3x slower) */ \
             OMP(omp parallel for schedule(static) if (y && N * C * inner > GRAIN))                  \
             for (int64_t q = 0; q < (y ? N * C : 0); q++) {                                                \
                 int64_t c = q % C;                                                                         \
-                T sc = w ? w[c] * rstd[c] : rstd[c], sh = (b ? b[c] : (T)0) - mean[c] * sc;               \
-                const T *restrict p = x + q * inner;                                                       \
-                T *restrict o = y + q * inner;                                                             \
-                for (int64_t i = 0; i < inner; i++) o[i] = p[i] * sc + sh;                                \
+                bn_plane_##S(x + q * inner, y + q * inner, inner, mean[c], rstd[c], w ? w[c] : 1, b ? b[c] : 0, gen); \
             }                                                                                              \
             return;                                                                                        \
         }                                                                                                  \
@@ -1213,12 +1232,8 @@ fail:
                 rstd[c] = rs;                                                                              \
             }                                                                                              \
             if (!y) continue;                                                                              \
-            T sc = w ? w[c] * rs : rs, sh = (b ? b[c] : (T)0) - mu * sc;                                  \
-            for (int64_t n = 0; n < N; n++) {                                                              \
-                const T *restrict p = x + (n * C + c) * inner;                                            \
-                T *restrict q = y + (n * C + c) * inner;                                                  \
-                for (int64_t i = 0; i < inner; i++) q[i] = p[i] * sc + sh;                                \
-            }                                                                                              \
+            for (int64_t n = 0; n < N; n++)                                                                \
+                bn_plane_##S(x + (n * C + c) * inner, y + (n * C + c) * inner, inner, mu, rs, w ? w[c] : 1, b ? b[c] : 0, gen); \
         }                                                                                                  \
     }
 DEF_BN_FWD(float, f32)
@@ -1261,11 +1276,10 @@ int nn_batch_norm_check(const TensorImpl *x, const TensorImpl *w, const TensorIm
         if (p && !odd && p->dtype != x->dtype) odd = p;
         all_float &= !ps[k] || ps[k]->dtype == CT_FLOAT32;
     }
-    if (!c10_is_float(x->dtype)) /* an integer input first, whatever the parameters */
+    if (!c10_is_float(x->dtype) || x->dtype == CT_FLOAT16) /* an integer or half input first, whatever the parameters */
         return c10_error_int("\"batch_norm\" not implemented for '%s'", c10_dtype_cname(x->dtype));
     if (first && first->dtype != x->dtype) {
         if (!all_float) return c10_error_int("mixed dtype (CPU): expect parameter to have scalar type of Float");
-        if (x->dtype == CT_FLOAT16) return c10_error_int("\"batch_norm\" not implemented for 'Half'");
         if (x->dtype != CT_BFLOAT16)
             return c10_error_int("mixed dtype (CPU): expect input to have scalar type of BFloat16");
     } else if (odd) {
@@ -1301,10 +1315,10 @@ static int bn_stats(const TensorImpl *xc, bool training, const TensorImpl *rm, c
     }
     if (cd == CT_FLOAT32)
         bn_fwd_f32((const float *)c10_data(xc), N, C, inner, true, NULL, NULL, eps, NULL, (float *)c10_data(*mean),
-                   (float *)c10_data(*rstd), var);
+                   (float *)c10_data(*rstd), var, false);
     else
         bn_fwd_f64((const double *)c10_data(xc), N, C, inner, true, NULL, NULL, eps, NULL, (double *)c10_data(*mean),
-                   (double *)c10_data(*rstd), var);
+                   (double *)c10_data(*rstd), var, false);
     return 0;
 }
 
@@ -1333,10 +1347,12 @@ int fwd_batch_norm(int op, const OpArgs *a, TensorImpl **out) {
             goto fail;
         }
         if (bn_stats(xc, training, rm, rv, eps, cd, &mean, &rstd, var) < 0) goto fail;
+        bool gen = !(x->is_contiguous || at_channels_last_contiguous(x)) || (w && !w->is_contiguous) ||
+                   (b && !b->is_contiguous);
 #define BN_CALL(T, S)                                                                                       \
     bn_fwd_##S((const T *)c10_data(xc), N, C, inner, false, wc ? (const T *)c10_data(wc) : NULL,            \
                bc ? (const T *)c10_data(bc) : NULL, eps, (T *)c10_data(y), (T *)c10_data(mean),             \
-               (T *)c10_data(rstd), var)
+               (T *)c10_data(rstd), var, gen)
         if (cd == CT_FLOAT32) BN_CALL(float, f32);
         else BN_CALL(double, f64);
 #undef BN_CALL

@@ -156,6 +156,8 @@ CT_INTERNAL TensorImpl *at_empty_strided(const int64_t *sizes, const int64_t *st
 CT_INTERNAL TensorImpl *at_contiguous(const TensorImpl *t);
 /* torch's suggest_memory_format() == channels_last (4-d t) */
 CT_INTERNAL bool at_channels_last(const TensorImpl *t);
+/* t is 4-d with channels-last strides (torch's is_contiguous(channels_last)) */
+CT_INTERNAL bool at_channels_last_contiguous(const TensorImpl *t);
 /* A new tensor, channels-last when ndim is 4 and one of like[0..n) is
  * (torch's conv / pooling / pad / batch_norm outputs), else contiguous. */
 CT_INTERNAL TensorImpl *at_empty_format(const int64_t *sizes, int ndim, ct_dtype dtype, ct_device device,

@@ -866,6 +866,20 @@ def test_repr_matches_torch(k):
     assert ct.repr_of(ct.from_torch(t)) == repr(t)
 
 
+def test_pad_names_the_leading_dim_it_empties_first():
+    """two padded dims cropped to nothing while another is padded: torch's
+    constant_pad_nd checks the sizes from the leading padded dim"""
+    ct.declare("ct_pad", ct.T, [ct.CT, ct.I64P, ctypes.c_int, ctypes.c_double])
+    F = torch.nn.functional
+    for shape, p in [((5, 3, 1), [-1, 0, -1, -2, 0, 2]), ((2, 3, 4), [-2, -2, -1, -2, 1, 0]),
+                     ((4, 2, 2), [-1, -1, -1, -1, 1, 1])]:
+        x = torch.zeros(shape)
+        want = ct.torch_error(lambda: F.pad(x, p))
+        assert want is not None
+        ct.assert_error(lib.ct_pad(ct.from_torch(x), i64(p), len(p), 0.0), want, what=f"pad {shape} {p}: ")
+        ct.clear_error()
+
+
 def test_narrow_and_pad_crops_check_as_torch():
     """torch 1.13's narrow wraps start as a dim index (a size of 0 counts as 1)
     unless start is the size itself, then checks start + length; pad's negative

@@ -488,6 +488,19 @@ def test_smooth_l1_grad_at_ties(beta):
                  f"smooth_l1 ties beta={beta} {reduction}", second=False)
 
 
+@pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
+def test_smooth_l1_second_derivative_where_the_difference_is_nan(beta):
+    """torch's double backward is (|x - y| < beta) / beta: 0 where x - y is
+    NaN (inf - inf, a NaN operand) and at the ties, not 1 / beta"""
+    inf = math.inf
+    x = torch.tensor([inf, math.nan, 1.0, -inf, beta, -beta, 0.25, 0.1], dtype=F64)
+    y = torch.tensor([inf, 0.0, math.nan, -inf, 0.0, 0.0, 0.0, 0.3], dtype=F64)
+    for reduction in RED:
+        check_fn(lambda hx, hy: lib.ct_smooth_l1_loss(hx, hy, RED[reduction], beta),
+                 lambda tx, ty: Fn.smooth_l1_loss(tx, ty, reduction=reduction, beta=beta), [x, y], [0, 1],
+                 f"smooth_l1 NaN differences beta={beta} {reduction}", second=True)
+
+
 @pytest.mark.parametrize("tdtype", [torch.bool, torch.int64, torch.uint8])
 def test_pointwise_losses_integer_targets(tdtype):
     """a bool or integer target promotes with the input in the kernels (torch's
@@ -605,6 +618,68 @@ def test_batch_norm_eval(shape):
     check_fn(lambda hx, hw, hb: lib.ct_batch_norm(hx, ct.from_torch(rm), ct.from_torch(rv), hw, hb, False, 0.1, 1e-5),
              lambda tx, tw, tb: Fn.batch_norm(tx, rm, rv, tw, tb, False, 0.1, 1e-5),
              [randn(*shape), w, b], [0, 1, 2], f"bn eval {shape}", rtol=1e-9)
+
+
+def test_bce_with_logits_unreduced_takes_the_targets_layout():
+    """torch's binary_cross_entropy_with_logits is a composite that works in
+    place on 1 - target: reduction='none' gives the target's layout whatever
+    the input's (with weight and pos_weight too); mse_loss follows both"""
+    base = randn(3, 2)
+    layouts = {"contiguous": lambda t: t.t().contiguous(), "transposed": lambda t: t.t(),
+               "sliced": lambda t: torch.cat([t, t]).t()[:, ::2]}
+    pw = torch.rand(3, generator=GEN, dtype=F64) + 0.5
+    for (xn, xf), (yn, yf) in [(a, b) for a in layouts.items() for b in layouts.items()]:
+        x, y = xf(base), yf(torch.sigmoid(base))
+        for w, p in [(None, None), (pw, None), (None, pw)]:
+            want = Fn.binary_cross_entropy_with_logits(x, y, w, reduction="none", pos_weight=p)
+            got = ct.check(lib.ct_binary_cross_entropy_with_logits(ct.from_torch(x), ct.from_torch(y), ctt(w), ctt(p),
+                                                                   0))
+            what = f"input {xn}, target {yn}, weight {w is not None}, pos_weight {p is not None}: "
+            ct.assert_close(got, want, rtol=1e-12, atol=1e-14, what=what)
+            ct.assert_same_layout(got, want, what=what)
+
+
+def test_batch_norm_eval_paths_with_infinite_parameters():
+    """torch's eval batch_norm is x alpha + beta (alpha = w rstd, beta = b -
+    mean alpha) for a contiguous or channels-last input and a contiguous
+    weight and bias, else its generic ((x - mean) rstd) w + b: the two differ where
+    a weight is infinite (NaN against +-inf), so each layout must take torch's"""
+    inf = math.inf
+    w = torch.tensor([1.0, inf, -inf, inf], dtype=F64)
+    rm = torch.tensor([0.3, -0.4, 0.2, 0.0], dtype=F64)
+    rv = torch.tensor([1.0, 2.0, 0.7, 1.0], dtype=F64)
+    b = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=F64)
+    strided = lambda t: torch.stack([t, t], 1).flatten()[::2]  # noqa: E731
+    x2 = randn(3, 4)
+    x4 = randn(2, 4, 3, 3)
+    xs = [("contiguous", x2, w, rm), ("transposed", x2.t().contiguous().t(), w, rm),
+          ("channels_last", x4.contiguous(memory_format=torch.channels_last), w, rm),
+          ("permuted 4-d", x4.permute(0, 1, 3, 2), w, rm),
+          ("channels_last_3d", randn(2, 4, 2, 3, 3).contiguous(memory_format=torch.channels_last_3d), w, rm),
+          ("strided weight", x2, strided(w), rm, rv, b), ("strided bias", x2, w, rm, rv, strided(b)),
+          ("strided mean", x2, w, strided(rm), rv, b), ("strided var", x2, w, rm, strided(rv), b)]
+    for what, x, tw, trm, trv, tb in [c if len(c) == 6 else c + (rv, b) for c in xs]:
+        want = Fn.batch_norm(x, trm.clone(), trv.clone(), tw, tb, False, 0.1, 1e-5)
+        got = ct.check(lib.ct_batch_norm(ct.from_torch(x), ct.from_torch(trm), ct.from_torch(trv), ct.from_torch(tw),
+                                         ct.from_torch(tb), False, 0.1, 1e-5))
+        ct.assert_close(got, want, rtol=1e-12, atol=1e-12, what=what + ": ")
+    for what, x in [("training contiguous", x2), ("training transposed", x2.t().contiguous().t())]:
+        want = Fn.batch_norm(x, None, None, w, b, True, 0.1, 1e-5)
+        got = ct.check(lib.ct_batch_norm(ct.from_torch(x), None, None, ct.from_torch(w), ct.from_torch(b), True,
+                                         0.1, 1e-5))
+        ct.assert_close(got, want, rtol=1e-12, atol=1e-12, what=what + ": ")
+
+
+def test_batch_norm_half_input_is_refused_first():
+    """a float16 input: torch's "not implemented for 'Half'", whatever the
+    parameters' dtypes (float64 ones included)"""
+    x = randn(4, 3).half()
+    for pd in (F32, F64, torch.bfloat16, torch.float16):
+        p = torch.ones(3, dtype=pd)
+        want = ct.torch_error(lambda: Fn.batch_norm(x, None, None, p, None, True))
+        ct.assert_error(lib.ct_batch_norm(ct.from_torch(x), None, None, ct.from_torch(p), None, True, 0.1, 1e-5),
+                        want, what=f"{pd}: ")
+        ct.clear_error()
 
 
 def test_batch_norm_float32_running_stats():
