@@ -32,13 +32,13 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
                             ct_reduction reduction, int64_t ignore_index, double label_smoothing) {
     TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w;
     if (!t || !opt(weight, &w) || !check_reduction("cross_entropy", reduction)) return NULL;
-    if (label_smoothing < 0) label_smoothing = 0; /* torch smooths only above 0 (and refuses above 1) */
+    if (!(label_smoothing > 0)) label_smoothing = 0; /* torch smooths only above 0 (and refuses above 1) */
     /* class probabilities (a floating target shaped as x): torch multiplies
      * log_softmax(x) by the target (and weight), which promotes */
     ct_dtype d = x->dtype;
     bool prob = c10_is_float(x->dtype) && c10_is_float(t->dtype) && x->ndim == t->ndim &&
                 !memcmp(x->sizes, t->sizes, sizeof(int64_t) * (size_t)x->ndim);
-    if (!prob && !no_grad_arg(w, "weight", nll_name(x))) return NULL;
+    if (!prob && label_smoothing <= 1 && !no_grad_arg(w, "weight", nll_name(x))) return NULL; /* after its check */
     if (prob) d = c10_promote(c10_promote(d, t->dtype), w && c10_is_float(w->dtype) ? w->dtype : d);
     TensorImpl *xs = ag_to_dtype(x, d), *ts = ag_to_dtype(t, prob ? d : t->dtype), *ws = ag_to_dtype(w, prob ? d : w ? w->dtype : d);
     ct_tensor *r = NULL;

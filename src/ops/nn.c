@@ -465,6 +465,10 @@ static int ce_first_checks(const TensorImpl *x, const TensorImpl *t, const Tenso
     return 0;
 }
 
+static int smoothing_error(double eps) {
+    return c10_error_int("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: %g", eps);
+}
+
 /* t[0] input (logits) [C] / [N, C] / [N, C, d...]; t[1] target: int64 class
  * indices of the loss's shape, or class probabilities of the input's shape;
  * t[2] weight [C] or NULL. i: reduction, ignore_index. s: label_smoothing.
@@ -475,9 +479,13 @@ int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
     int64_t reduction = a->i[0], ignore = a->i[1];
     double eps = a->s[0];
     if (!check_reduction("cross_entropy", reduction)) return -1;
-    if (!(eps >= 0 && eps <= 1)) /* (the API takes a negative one as 0, as torch) */
-        return c10_error_int("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: %g", eps);
+    /* (the API takes a negative or NaN one as 0, as torch); torch checks it
+     * first with class indices, after ce_first_checks with probabilities */
+    bool prob = x->ndim == target->ndim && !memcmp(x->sizes, target->sizes, sizeof(int64_t) * (size_t)x->ndim);
+    bool bad = !(eps >= 0 && eps <= 1);
+    if (bad && !prob) return smoothing_error(eps);
     if (ce_first_checks(x, target, w, ignore) < 0) return -1;
+    if (bad) return smoothing_error(eps);
     ClassGeom g;
     if (nn_class_geom("cross_entropy", x, target, w, true, &g) < 0) return -1;
     ct_dtype cd = c10_opmath(x->dtype);

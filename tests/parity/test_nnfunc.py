@@ -488,6 +488,31 @@ def test_smooth_l1_grad_at_ties(beta):
                  f"smooth_l1 ties beta={beta} {reduction}", second=False)
 
 
+def test_cross_entropy_label_smoothing_checked_in_torchs_order():
+    """torch checks label_smoothing > 1 before anything else of class-index
+    targets (the weight's requires_grad, log_softmax), after the target dtype,
+    ignore_index, the weight's size and log_softmax with probabilities; NaN
+    or a negative value smooths nothing"""
+    x, xi = randn(3, 4), torch.randint(-3, 3, (3, 4))
+    ti, tp = torch.tensor([0, 1, 2]), torch.softmax(randn(3, 4), 1)
+    w, wbad = torch.rand(4, generator=GEN, dtype=F64).requires_grad_(), torch.rand(5, generator=GEN, dtype=F64)
+    cases = [(x, tp, None, 1, 1.1), (x, tp, None, -100, 1.1), (x, tp, wbad, -100, 1.5), (xi, tp.long(), None, -100, 2.0),
+             (x, ti, w, -100, 1.1), (x, ti, w, -100, 0.1), (x, tp, w, -100, 1.1), (xi, ti, None, -100, 1.1),
+             (x, ti, None, -100, math.nan), (x, tp, None, -100, math.nan), (x, ti, None, -100, -0.5),
+             (xi.double(), ti, None, -100, 1.1)]
+    for k, (tx, tt, tw, ign, ls) in enumerate(cases):
+        what = f"case {k}: "
+        want = ct.torch_error(lambda: Fn.cross_entropy(tx, tt, weight=tw, ignore_index=ign, label_smoothing=ls))
+        hw = None if tw is None else ct.leaf(tw, tw.requires_grad)
+        got = lib.ct_cross_entropy(ct.from_torch(tx), ct.from_torch(tt), hw, RED["mean"], ign, ls)
+        if want is None:
+            ct.assert_close(ct.check(got), Fn.cross_entropy(tx, tt, weight=tw, ignore_index=ign, label_smoothing=ls),
+                            rtol=1e-12, atol=1e-12, what=what)
+        else:
+            ct.assert_error(got, want, what=what)
+        ct.clear_error()
+
+
 @pytest.mark.parametrize("beta", [0.0, 0.5, 1.0])
 def test_smooth_l1_second_derivative_where_the_difference_is_nan(beta):
     """torch's double backward is (|x - y| < beta) / beta: 0 where x - y is
