@@ -280,7 +280,9 @@ static int check_saved(Node *n, SavedVariable *sv, int output_nr) {
     if (now != sv->version) {
         char owner[96] = "";
         Node *fn = sv->is_output ? n : ag_grad_fn(t);
-        if (fn) snprintf(owner, sizeof owner, ", which is output %d of %s,", sv->is_output ? output_nr : t->autograd->output_nr, fn->name);
+        /* torch's name() of its hand-written nodes is their C++ name */
+        const char *ns = fn && (fn->kind == NODE_COPY_SLICES || !strcmp(fn->name, "CopyBackwards")) ? "torch::autograd::" : "";
+        if (fn) snprintf(owner, sizeof owner, ", which is output %d of %s%s,", sv->is_output ? output_nr : t->autograd->output_nr, ns, fn->name);
         return c10_error_int("one of the variables needed for gradient computation has been modified by an inplace "
                              "operation: [%s %s]%s is at version %u; expected version %u instead. Hint: %s",
                              c10_dtype_legacy_name(t->dtype), c10_shape_str(t->sizes, t->ndim), owner, now, sv->version,

@@ -376,6 +376,7 @@ def test_version_error_names_the_type_as_torch(dtype):
 
 
 # ------------------------------------------- views as backward's roots and inputs
+
 for row in [
     ("ct_set_grad_enabled", c_bool, [c_bool]),
     ("ct_set_requires_grad", c_int, [T, c_bool]),
@@ -547,3 +548,36 @@ def test_mean_over_dims_saves_self_as_torch():
         else:
             ct.assert_error(rc, want_ver.split(" is at version")[0].split("], ")[0], what=what + ": ")
         ct.clear_error()
+
+
+@pytest.mark.parametrize("writer", ["copy_", "CopySlices"])
+def test_version_error_names_handwritten_nodes_as_torch(writer):
+    """the saved tensor's owner is named by torch's name(): its hand-written
+    nodes by their C++ names (torch::autograd::CopyBackwards, ::CopySlices)"""
+    a = rand(4, 67)
+
+    def torch_side():
+        ta = a.clone().requires_grad_()
+        if writer == "copy_":
+            b = torch.zeros(4, dtype=torch.float64)
+            b.copy_(ta)
+        else:
+            b = ta * 1
+            b[:2].mul_(2)
+        z = b * b
+        with torch.no_grad():
+            b.add_(1)
+        z.sum().backward()
+    want = ct.torch_error(torch_side)
+    assert want and "torch::autograd::" in want
+    ha = own_leaf(a)
+    if writer == "copy_":
+        hb = ct.check(lib.ct_clone(ct.from_torch(torch.zeros(4, dtype=torch.float64))))
+        assert lib.ct_copy_(hb, ha) == 0
+    else:
+        hb = ct.check(lib.ct_mul_scalar(ha, 1.0))
+        assert lib.ct_mul_scalar_(ct.check(lib.ct_narrow(hb, 0, 0, 2)), 2.0) == 0
+    hz = ct.check(lib.ct_mul(hb, hb))
+    no_grad(lambda: lib.ct_add_scalar_(hb, 1.0))
+    ct.assert_error(lib.ct_backward(ct.check(lib.ct_sum(hz)), None), want.split(" is at version")[0])
+    ct.clear_error()
