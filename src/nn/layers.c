@@ -147,12 +147,9 @@ static ct_tensor *fwd(ct_module *m, const ct_tensor *const *in, int n, void *ctx
                              nd);
         ct_tensor *w = nn_param(m, "weight"), *b = nn_param(m, "bias");
         ct_tensor *rm = nn_buffer(m, "running_mean"), *rv = nn_buffer(m, "running_var");
-        if (ct_size(x, 1) != c->in && (rm || w)) /* before the count moves; no statistics, no weight: any C */
-            return c10_error("%s should contain %lld elements not %lld", rm ? "running_mean" : "weight",
-                             (long long)ct_size(x, 1), (long long)c->in);
         bool training = ct_module_is_training(m);
         double f = c->has_momentum ? c->momentum : 0.0;
-        if (training && rm) { /* counted before batch_norm checks the batch, as torch */
+        if (training && rm) { /* counted before batch_norm checks the batch and the sizes, as torch */
             ct_tensor *nbt = nn_buffer(m, "num_batches_tracked");
             bool prev = ct_set_grad_enabled(false);
             int r = ct_add_scalar_(nbt, 1);

@@ -396,6 +396,23 @@ ct_state_dict *ct_optimizer_state_dict(const ct_optimizer *o) {
     return sd;
 }
 
+/* The hyperparameters a state dict restores (the flags as 0 / 1), by group. */
+static const char *const hp_keys[] = {"lr",   "momentum", "dampening", "weight_decay", "beta1",   "beta2",
+                                      "eps",  "alpha",    "initial_lr", "nesterov",    "amsgrad", "centered"};
+#define HP_NUM 9 /* the doubles; the flags follow */
+
+/* param_groups.<g>.<key>: 1 and *v when present and a number, 0 when absent, -1 with the error */
+static int hp_value(const ct_state_dict *sd, int g, int k, double *v) {
+    char name[96];
+    snprintf(name, sizeof name, "param_groups.%d.%s", g, hp_keys[k]);
+    const char *s = ct_state_dict_metadata(sd, name);
+    if (!s) return 0;
+    char *end;
+    *v = strtod(s, &end);
+    if (end == s || *end) return c10_error_int("load_state_dict: %s is not a number: '%s'", name, s);
+    return 1;
+}
+
 int ct_optimizer_load_state_dict(ct_optimizer *o, const ct_state_dict *sd) {
     if (!o || !sd) return c10_error_int("load_state_dict: optimizer or state dict is NULL");
     const char *kind = ct_state_dict_metadata(sd, "optimizer");
@@ -426,19 +443,30 @@ int ct_optimizer_load_state_dict(ct_optimizer *o, const ct_state_dict *sd) {
             ct_free(t);
             if (!ok) return c10_error_int("load_state_dict: %s does not match its parameter's shape", name);
         }
+    for (int i = 0; i < o->np; i++) {
+        snprintf(name, sizeof name, "state.%d.step", i);
+        int j = ct_state_dict_find(sd, name);
+        ct_tensor *t = j < 0 ? NULL : ct_state_dict_tensor(sd, j);
+        bool ok = j < 0 || (t && ct_numel(t) == 1);
+        ct_free(t);
+        if (!ok) return c10_error_int("load_state_dict: %s must hold one number", name);
+    }
+    double v;
+    for (int g = 0; g < o->ng; g++)
+        for (int k = 0; k < (int)(sizeof hp_keys / sizeof *hp_keys); k++)
+            if (hp_value(sd, g, k, &v) < 0) return -1;
     bool prev = ct_set_grad_enabled(false);
     int rc = 0;
-    for (int g = 0; g < o->ng; g++) {
+    for (int g = 0; g < o->ng; g++) { /* torch's load takes every saved hyperparameter, flags too */
         Group *G = &o->g[g];
-        double *f[] = {&G->lr,    &G->momentum, &G->dampening, &G->weight_decay, &G->beta1,
-                       &G->beta2, &G->eps,      &G->alpha,     &G->initial_lr};
-        static const char *const keys[] = {"lr",    "momentum", "dampening", "weight_decay", "beta1",
-                                           "beta2", "eps",      "alpha",     "initial_lr"};
-        for (int k = 0; k < 9; k++) {
-            snprintf(name, sizeof name, "param_groups.%d.%s", g, keys[k]);
-            const char *v = ct_state_dict_metadata(sd, name);
-            if (v) *f[k] = strtod(v, NULL);
-        }
+        double *f[HP_NUM] = {&G->lr, &G->momentum, &G->dampening, &G->weight_decay, &G->beta1,
+                             &G->beta2, &G->eps, &G->alpha, &G->initial_lr};
+        bool *b[] = {&G->nesterov, &G->amsgrad, &G->centered};
+        for (int k = 0; k < (int)(sizeof hp_keys / sizeof *hp_keys); k++)
+            if (hp_value(sd, g, k, &v) > 0) {
+                if (k < HP_NUM) *f[k] = v;
+                else *b[k - HP_NUM] = v != 0;
+            }
     }
     for (int i = 0; i < o->np && rc == 0; i++) {
         PState *s = &o->ps[i];

@@ -198,14 +198,15 @@ def test_kaiming_checks_in_torchs_order(fn):
 
 def test_batch_norm_module_counts_before_checking_the_batch(mods):
     """BatchNorm adds to num_batches_tracked before F.batch_norm checks the batch
-    (one value per channel fails after the count moved); an empty batch passes"""
-    for shape in [(1, 3), (0, 3), (1, 3, 1), (4, 3)]:
+    (one value per channel fails after the count moved) and the channels (a
+    wrong count fails after it too, the batch first); an empty batch passes"""
+    for shape in [(1, 3), (0, 3), (1, 3, 1), (4, 3), (1, 1), (2, 1), (2, 5, 1)]:
         m = keep(mods, lib.ct_nn_batch_norm1d(3, 1e-5, 0.1, True, True))
         tm = torch.nn.BatchNorm1d(3)
         x = torch.randn(shape)
         try:
             want = tm(x)
-        except ValueError as e:
+        except (ValueError, RuntimeError) as e:
             ct.assert_error(lib.ct_module_forward(m, ct.from_torch(x)), str(e))
             want = None
         if want is not None:

@@ -393,3 +393,101 @@ def test_errors(owned):
     owned.append((lib.ct_optimizer_free, o))
     assert lib.ct_optimizer_step(o) == 0
     ct.assert_close(h, torch.zeros(2))
+
+
+@pytest.mark.parametrize("kind", ["sgd nesterov", "rmsprop centered", "adam amsgrad"])
+def test_loaded_state_dict_sets_the_flags(owned, kind):
+    """torch's load_state_dict takes the saved groups whole: an optimizer made
+    without nesterov / centered / amsgrad runs with them after loading a state
+    that has them (and the reverse), as torch's"""
+    g = torch.Generator().manual_seed(71)
+    init = torch.randn(5, generator=g, dtype=torch.float64)
+    grads = [torch.randn(5, generator=g, dtype=torch.float64) for _ in range(4)]
+    name = kind.split()[0]
+    make = {"sgd": (lambda hs, f: lib.ct_optim_sgd(arr(hs), 1, 0.1, 0.9, 0.0, 0.0, f),
+                    lambda ps, f: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=f)),
+            "rmsprop": (lambda hs, f: lib.ct_optim_rmsprop(arr(hs), 1, 0.01, 0.99, 1e-8, 0.0, 0.5, f),
+                        lambda ps, f: torch.optim.RMSprop(ps, lr=0.01, alpha=0.99, eps=1e-8, momentum=0.5, centered=f)),
+            "adam": (lambda hs, f: lib.ct_optim_adam(arr(hs), 1, 0.1, 0.9, 0.999, 1e-8, 0.0, f),
+                     lambda ps, f: torch.optim.Adam(ps, lr=0.1, amsgrad=f))}[name]
+    for saved in (True, False):
+        tp = init.clone().requires_grad_()
+        ta = make[1]([tp], saved)
+        hs = leaves([init])
+        oa = make[0](hs, saved)
+        owned.append((lib.ct_optimizer_free, oa))
+        for k in range(2):
+            tp.grad = grads[k].clone()
+            ta.step()
+            lib.ct_set_grad(hs[0], ct.from_torch(grads[k]))
+            assert lib.ct_optimizer_step(oa) == 0
+        tb = make[1]([tp], not saved)
+        tb.load_state_dict(ta.state_dict())
+        ob = make[0](hs, not saved)
+        owned.append((lib.ct_optimizer_free, ob))
+        sd = lib.ct_optimizer_state_dict(oa)
+        try:
+            assert lib.ct_optimizer_load_state_dict(ob, sd) == 0, ct.last_error()
+        finally:
+            lib.ct_state_dict_free(sd)
+        for k in range(2, 4):
+            tp.grad = grads[k].clone()
+            tb.step()
+            lib.ct_set_grad(hs[0], ct.from_torch(grads[k]))
+            assert lib.ct_optimizer_step(ob) == 0
+            ct.assert_close(hs[0], tp.detach(), rtol=1e-12, atol=1e-12, what=f"{kind} saved {saved}: ")
+
+
+def test_load_state_dict_refuses_malformed_entries(owned):
+    """a step that is not one number, or a hyperparameter that is not a number,
+    fails the load (-1, the message) and leaves the optimizer as it was"""
+    ct.declare("ct_state_dict_set", c_int, [c_void_p, c_char_p, c_void_p])
+    ct.declare("ct_state_dict_set_metadata", c_int, [c_void_p, c_char_p, c_char_p])
+    init = torch.ones(3, dtype=torch.float64)
+    for key, value in [("state.0.step", torch.zeros(0)), ("state.0.step", torch.ones(2)),
+                       ("param_groups.0.lr", "banana"), ("param_groups.0.beta1", "0.9x"), ("param_groups.0.eps", "")]:
+        hs = leaves([init])
+        o = lib.ct_optim_adam(arr(hs), 1, 0.1, 0.9, 0.999, 1e-8, 0.0, False)
+        owned.append((lib.ct_optimizer_free, o))
+        lib.ct_set_grad(hs[0], ct.from_torch(torch.ones(3, dtype=torch.float64)))
+        assert lib.ct_optimizer_step(o) == 0
+        sd = lib.ct_optimizer_state_dict(o)
+        try:
+            if isinstance(value, str):
+                assert lib.ct_state_dict_set_metadata(sd, key.encode(), value.encode()) == 0
+            else:
+                assert lib.ct_state_dict_set(sd, key.encode(), ct.from_torch(value.double())) == 0
+            o2 = lib.ct_optim_adam(arr(hs), 1, 0.3, 0.9, 0.999, 1e-8, 0.0, False)
+            owned.append((lib.ct_optimizer_free, o2))
+            ct.clear_error()
+            assert lib.ct_optimizer_load_state_dict(o2, sd) == -1, f"{key}={value!r} loaded"
+            assert key in ct.last_error()
+            ct.clear_error()
+            assert lib.ct_optimizer_get_lr(o2, 0) == 0.3
+        finally:
+            lib.ct_state_dict_free(sd)
+
+
+@pytest.mark.parametrize("sched", ["step", "cosine"])
+def test_schedulers_step_groups_added_after_them(owned, sched):
+    """torch's schedulers run get_lr over every group the optimizer has when
+    they step, one added after them too (Cosine's base_lrs branch zips the
+    groups it was made with); get_last_lr covers them all after a step"""
+    tp, tq = torch.zeros(2, requires_grad=True), torch.zeros(2, requires_grad=True)
+    topt = torch.optim.SGD([tp], lr=0.1)
+    ts = (torch.optim.lr_scheduler.StepLR(topt, 2, 0.5) if sched == "step"
+          else torch.optim.lr_scheduler.CosineAnnealingLR(topt, 3, 0.01))
+    hp, hq = leaves([torch.zeros(2), torch.zeros(2)])
+    o = lib.ct_optim_sgd(arr([hp]), 1, 0.1, 0.0, 0.0, 0.0, False)
+    owned.append((lib.ct_optimizer_free, o))
+    s = lib.ct_lr_step(o, 2, 0.5) if sched == "step" else lib.ct_lr_cosine_annealing(o, 3, 0.01)
+    owned.append((lib.ct_lr_scheduler_free, s))
+    topt.add_param_group({"params": [tq], "lr": 0.2})
+    assert lib.ct_optimizer_add_param_group(o, arr([hq]), 1, 0.2) == 0
+    for step in range(9):
+        topt.step()
+        ts.step()
+        assert lib.ct_lr_scheduler_step(s) == 0
+        for k, group in enumerate(topt.param_groups):
+            assert math.isclose(lib.ct_optimizer_get_lr(o, k), group["lr"], rel_tol=1e-12), (step, k)
+            assert math.isclose(lib.ct_lr_scheduler_get_last_lr(s, k), ts.get_last_lr()[k], rel_tol=1e-12), (step, k)
