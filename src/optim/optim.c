@@ -419,6 +419,12 @@ int ct_optimizer_load_state_dict(ct_optimizer *o, const ct_state_dict *sd) {
     if (kind && strcmp(kind, kind_name[o->kind]))
         return c10_error_int("loaded state dict is for %s, not %s", kind, kind_name[o->kind]);
     char name[96];
+    int saved = 0; /* the saved groups (none: a dict without their metadata, taken as it is) */
+    for (;; saved++) {
+        snprintf(name, sizeof name, "param_groups.%d.lr", saved);
+        if (!ct_state_dict_metadata(sd, name)) break;
+    }
+    if (saved && saved != o->ng) return c10_error_int("loaded state dict has a different number of parameter groups");
     for (int g = 0; g < o->ng; g++) {
         snprintf(name, sizeof name, "param_groups.%d.num_params", g);
         const char *c = ct_state_dict_metadata(sd, name);
@@ -428,9 +434,6 @@ int ct_optimizer_load_state_dict(ct_optimizer *o, const ct_state_dict *sd) {
             return c10_error_int("loaded state dict contains a parameter group that doesn't match the size of "
                                  "optimizer's group");
     }
-    snprintf(name, sizeof name, "param_groups.%d.lr", o->ng);
-    if (ct_state_dict_metadata(sd, name))
-        return c10_error_int("loaded state dict has a different number of parameter groups");
     /* check every tensor first, then copy */
     for (int i = 0; i < o->np; i++)
         for (int k = 0; k < 3; k++) {

@@ -491,3 +491,30 @@ def test_schedulers_step_groups_added_after_them(owned, sched):
         for k, group in enumerate(topt.param_groups):
             assert math.isclose(lib.ct_optimizer_get_lr(o, k), group["lr"], rel_tol=1e-12), (step, k)
             assert math.isclose(lib.ct_lr_scheduler_get_last_lr(s, k), ts.get_last_lr()[k], rel_tol=1e-12), (step, k)
+
+
+def test_load_state_dict_counts_the_groups_first(owned):
+    """torch compares the number of groups before their sizes: two groups of
+    one against one of two, and one against two, both fail with its words"""
+    def groups(hs, split):
+        o = lib.ct_optim_adam(arr(hs[:1] if split else hs), 1 if split else len(hs), 1e-3, 0.9, 0.999, 1e-8, 0.0,
+                              False)
+        owned.append((lib.ct_optimizer_free, o))
+        if split:
+            assert lib.ct_optimizer_add_param_group(o, arr(hs[1:]), len(hs) - 1, 1e-3) == 0
+        return o
+
+    def torch_groups(ps, split):
+        return torch.optim.Adam([{"params": ps[:1]}, {"params": ps[1:]}] if split else ps)
+    for src_split in (True, False):
+        tps = [torch.zeros(1, requires_grad=True) for _ in range(2)]
+        want = ct.torch_error(lambda: torch_groups(tps, not src_split).load_state_dict(
+            torch_groups(tps, src_split).state_dict()))
+        assert want
+        hs = leaves([torch.zeros(1), torch.zeros(1)])
+        sd = lib.ct_optimizer_state_dict(groups(hs, src_split))
+        try:
+            ct.assert_error(lib.ct_optimizer_load_state_dict(groups(hs, not src_split), sd), want)
+            ct.clear_error()
+        finally:
+            lib.ct_state_dict_free(sd)
