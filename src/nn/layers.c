@@ -183,7 +183,9 @@ static ct_tensor *fwd(ct_module *m, const ct_tensor *const *in, int n, void *ctx
     case K_SOFTMAX: return ct_softmax(x, c->dim);
     case K_MAXPOOL: return ct_max_pool2d(x, c->k, c->stride, c->pad, NULL, false);
     case K_AVGPOOL: return ct_avg_pool2d(x, c->k, c->stride, c->pad, false, true, 0);
-    case K_ADAPTIVE: return ct_adaptive_avg_pool2d(x, c->k);
+    case K_ADAPTIVE: /* F.adaptive_avg_pool2d's own check (the op takes any rank for {1, 1}) */
+        if (ct_ndim(x) < 3) return c10_error("Input dimension should be at least 3");
+        return ct_adaptive_avg_pool2d(x, c->k);
     case K_FLATTEN: return ct_flatten(x, c->dim, c->dim2);
     default: return c10_error("forward: unknown module kind");
     }

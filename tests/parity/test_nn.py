@@ -706,3 +706,19 @@ def test_repr_floats_as_python_prints_them():
             assert module_repr(m) == repr(torch.nn.BatchNorm1d(3, eps=eps))
         finally:
             lib.ct_module_free(m)
+
+
+def test_adaptive_avg_pool_module_wants_three_dims(mods):
+    """nn.AdaptiveAvgPool2d goes through F.adaptive_avg_pool2d, which refuses
+    fewer than 3 dims in its own words (the op itself takes any rank for (1, 1))"""
+    for out in [(1, 1), (2, 3)]:
+        m = keep(mods, lib.ct_nn_adaptive_avg_pool2d(*out))
+        for shape in [(2, 5), (7,), (2, 4, 6)]:
+            x = torch.randn(shape)
+            want = ct.torch_error(lambda: torch.nn.AdaptiveAvgPool2d(out)(x))
+            got = lib.ct_module_forward(m, ct.from_torch(x))
+            if want is None:
+                ct.assert_close(ct.check(got), torch.nn.AdaptiveAvgPool2d(out)(x), rtol=1e-6, atol=1e-7)
+            else:
+                ct.assert_error(got, want, what=f"{out} {shape}: ")
+                ct.clear_error()
