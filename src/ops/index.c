@@ -661,9 +661,8 @@ static int scatter_common(const char *op, const OpArgs *a, TensorImpl **out, int
     if (src && src->dtype != self->dtype)
         return c10_error_int("scatter(): Expected self.dtype to be equal to src.dtype"); /* torch's, for both */
     if (gs_check(op, self, dim, index, src, false) < 0) return -1;
-    if (a->dst && (c10_has_internal_overlap(a->dst) ? overlap_error(op)
-                                                     : at_check_no_overlap(op, a->dst, index) || at_check_no_overlap(op, a->dst, src)))
-        return -1;
+    if (a->dst && c10_has_internal_overlap(a->dst)) return overlap_error(op);
+    if (a->dst && (at_check_no_overlap(op, a->dst, index) < 0 || at_check_no_overlap(op, a->dst, src) < 0)) return -1;
     TensorImpl *o = a->dst ? c10_retain(a->dst) : c10_empty(self->sizes, self->ndim, self->dtype, self->device);
     if (!o || o->device == CT_META) return (out[0] = o) ? 1 : -1;
     TensorImpl *idx = NULL, *sv = NULL;

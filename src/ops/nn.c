@@ -826,14 +826,19 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
     return 0;
 }
 
-/* Runs a loss kernel over the operands (broadcast), the result in dtype rd. */
+/* Runs a loss kernel over the operands (broadcast), the result in dtype rd,
+ * laid out as the engine's, or as empty_like(like) when like is given. */
 static TensorImpl *pw_run(const char *name, const ew_kernel *k, TensorImpl *const *ops, int nops, bool hw, bool hp,
-                          double scale, double beta, ct_dtype rd) {
+                          double scale, double beta, ct_dtype rd, const TensorImpl *like) {
     ct_dtype cd = c10_opmath(rd);
     ElementwiseSpec spec = {name, nops, cd, cd, rd, 0};
     double s[4] = {scale, hw, hp, beta};
-    TensorImpl *o = NULL;
-    if (ew_run(&spec, ops, &o, k[cd == CT_FLOAT64], s) < 0) return NULL;
+    TensorImpl *given = like ? at_empty_like(like, rd) : NULL, *o = given;
+    if (like && !given) return NULL;
+    if (ew_run(&spec, ops, &o, k[cd == CT_FLOAT64], s) < 0) {
+        c10_release(given);
+        return NULL;
+    }
     return o;
 }
 
@@ -873,23 +878,15 @@ int fwd_pw_loss(int op, const OpArgs *a, TensorImpl **out) {
     const ew_kernel *k = pi->fwd;
     if (op == OP_smooth_l1_loss && beta == 0) k = pw_info(OP_l1_loss)->fwd; /* as PyTorch: beta 0 is l1 */
     atomic_store_explicit(&bce_range_fault, 0, memory_order_relaxed);
-    TensorImpl *l = pw_run(pi->name, k, ops, n, hw, hp, 1, beta, rd);
+    /* torch's bce_with_logits composite runs in place on 1 - target: unreduced, the target's layout */
+    bool like_target = op == OP_binary_cross_entropy_with_logits && a->i[0] == CT_REDUCTION_NONE;
+    TensorImpl *l = pw_run(pi->name, k, ops, n, hw, hp, 1, beta, rd, like_target ? a->t[1] : NULL);
     if (!l) return -1;
     if (atomic_load_explicit(&bce_range_fault, memory_order_relaxed)) {
         c10_release(l);
         return c10_error_int("%s: all elements of input should be between 0 and 1", pi->name);
     }
     int64_t reduction = a->i[0];
-    if (reduction == CT_REDUCTION_NONE && op == OP_binary_cross_entropy_with_logits) { /* torch's composite runs */
-        TensorImpl *r = at_empty_like(a->t[1], l->dtype); /* in place on 1 - target: the target's layout */
-        if (r && !memcmp(r->strides, l->strides, sizeof(int64_t) * (size_t)l->ndim)) {
-            c10_release(r);
-            ONE(l);
-        }
-        if (r && r->device != CT_META && at_copy_(r, l) < 0) c10_release(r), r = NULL;
-        c10_release(l);
-        ONE(r);
-    }
     if (reduction == CT_REDUCTION_NONE) ONE(l);
     double s = 0;
     if (l->device != CT_META && l->numel) {
@@ -950,7 +947,7 @@ TensorImpl *nn_pw_grad(int op, const OpArgs *a, const TensorImpl *gout, int whic
     } else if (which == 1 && op != OP_binary_cross_entropy && op != OP_binary_cross_entropy_with_logits) {
         scale = -scale;
     }
-    TensorImpl *r = pw_run(pi->name, k, ops, n, hw, hp, scale, beta, rd);
+    TensorImpl *r = pw_run(pi->name, k, ops, n, hw, hp, scale, beta, rd, NULL);
     c10_release(wg);
     return r;
 }
@@ -1190,8 +1187,9 @@ fail:
 
 /* ----------------------------------------------------------------- batch_norm */
 
-/* Per channel c of x [N, C, inner]: statistics and y. */
-/* One plane: torch's x * alpha + beta (alpha = w rstd, beta = b - mean alpha),
+/* bn_fwd, per channel c of x [N, C, inner]: its statistics (training; y is
+ * NULL), or y from the given ones (evaluation, and training's second call).
+ * One plane of y: torch's x * alpha + beta (alpha = w rstd, beta = b - mean alpha),
  * or (gen) its generic path's ((x - mean) rstd) w + b, which it takes when
  * x is neither contiguous nor channels-last or the weight or bias is strided
  * (strided statistics do not count): they differ with inf parameters */
@@ -1239,9 +1237,6 @@ fail:
                 mean[c] = mu;                                                                              \
                 rstd[c] = rs;                                                                              \
             }                                                                                              \
-            if (!y) continue;                                                                              \
-            for (int64_t n = 0; n < N; n++)                                                                \
-                bn_plane_##S(x + (n * C + c) * inner, y + (n * C + c) * inner, inner, mu, rs, w ? w[c] : 1, b ? b[c] : 0, gen); \
         }                                                                                                  \
     }
 DEF_BN_FWD(float, f32)
