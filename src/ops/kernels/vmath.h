@@ -798,13 +798,17 @@ static inline float vm_powf(float x, double y) {
  * loop, its vector, narrower and scalar copies took 8 KB */
 static inline void vm_powf_n(float *o, const float *a, const float *b, double e, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
-        float xb[16] = {0}, rb[16];
+        float xb[16] = {0}, ybf[16] = {0}, rb[16];
         double yb[16];
         int m = n - i < 16 ? (int)(n - i) : 16;
         if (m < 16) memcpy(xb, a + i, (size_t)m * sizeof *xb);
-        for (int j = 0; j < 16; j++) yb[j] = b ? (j < m ? b[i + j] : 0) : e;
-        const float *restrict x = m < 16 ? xb : a + i;
+        if (m < 16 && b) memcpy(ybf, b + i, (size_t)m * sizeof *ybf);
+        const float *restrict x = m < 16 ? xb : a + i, *restrict yf = !b ? NULL : m < 16 ? ybf : b + i;
         float *restrict r = m < 16 ? rb : o + i;
+        if (b) /* one straight widening loop each way: a select in it kept gcc 12 from vectorising the next */
+            for (int j = 0; j < 16; j++) yb[j] = yf[j];
+        else
+            for (int j = 0; j < 16; j++) yb[j] = e;
         for (int j = 0; j < 16; j++) r[j] = vm_powf(x[j], yb[j]);
         if (m < 16) memcpy(o + i, rb, (size_t)m * sizeof *rb);
     }
