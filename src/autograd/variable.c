@@ -299,7 +299,8 @@ TensorImpl *ag_unpack(Node *n, SavedVariable *sv, int output_nr) {
     if (check_saved(n, sv, output_nr) < 0) return NULL;
     if (!sv->is_output) return c10_retain(sv->data);
     TensorImpl *a = c10_alias(sv->data);
-    if (a && ag_grad_enabled()) ag_set_history(a, n, output_nr); /* create_graph: the result has history */
+    /* create_graph: a float result has history (an integer one, sort's indices, never requires grad) */
+    if (a && ag_grad_enabled() && c10_is_float(a->dtype)) ag_set_history(a, n, output_nr);
     return a;
 }
 

@@ -290,10 +290,12 @@ TensorImpl *at_empty_iter(int64_t (*st)[CT_MAX_DIMS], int n, bool same_shape, co
     return empty_with_strides(shape, strides, ndim, dtype, device);
 }
 
-/* PyTorch's assert_no_partial_overlap, for the cases it decides: two dense
- * tensors over the same storage whose memory ranges overlap without being the
- * same elements (the same range with other strides, as x and x.t(), is not). */
+/* PyTorch's get_overlap_status, for the cases it decides: the same tensor is a
+ * full overlap whatever its strides; two dense tensors over the same storage whose
+ * memory ranges meet overlap fully with the same range and strides, else partly
+ * (the same range with other strides, as x and x.t(), is partial). */
 static int overlap_status(const TensorImpl *out, const TensorImpl *in) { /* 0 none, 1 partial, 2 full */
+    if (out == in) return 2;
     if (out->storage != in->storage || !out->numel || !in->numel || !dense_non_overlapping(out) ||
         !dense_non_overlapping(in))
         return 0;

@@ -581,3 +581,46 @@ def test_version_error_names_handwritten_nodes_as_torch(writer):
     no_grad(lambda: lib.ct_add_scalar_(hb, 1.0))
     ct.assert_error(lib.ct_backward(ct.check(lib.ct_sum(hz)), None), want.split(" is at version")[0])
     ct.clear_error()
+
+
+def test_create_graph_gradient_through_sort_and_topk():
+    """sort and topk save their indices (an output) for backward; unpacked under
+    create_graph an integer output gets no history, so x's gradient requires grad
+    only when the incoming gradient does, and its own gradient is torch's"""
+    x = torch.randn(3, 4, dtype=torch.float64)
+    w = torch.randn(3, 4, dtype=torch.float64)
+    ops = {
+        "sort": (lambda t: torch.sort(t, 1).values,
+                 lambda hh: pair_first(lambda v, i: lib.ct_sort(hh, 1, False, False, v, i))),
+        "topk": (lambda t: torch.topk(t, 2, 0).values,
+                 lambda hh: pair_first(lambda v, i: lib.ct_topk(hh, 2, 0, True, True, v, i))),
+    }
+    for name, (tf, cf) in ops.items():
+        for g_rg in (False, True):
+            tx = x.clone().requires_grad_()
+            ty = tf(tx)
+            tg = torch.randn(ty.shape, dtype=torch.float64).requires_grad_(g_rg)
+            (tgx,) = torch.autograd.grad(ty, tx, tg, create_graph=True)
+            hx = own_leaf(x)
+            hg = own_leaf(tg.detach(), g_rg)
+            hy = ct.check(cf(hx))
+            outs, gos, res = (c_void_p * 1)(hy), (c_void_p * 1)(hg), (c_void_p * 1)()
+            assert lib.ct_autograd_grad(outs, gos, 1, (c_void_p * 1)(hx), 1, res, True, True, False) == 0, ct.last_error()
+            what = f"{name}, incoming gradient requires grad {g_rg}: "
+            assert lib.ct_requires_grad(res[0]) == tgx.requires_grad, what + "requires_grad"
+            ct.assert_close(res[0], tgx, what=what)
+            if g_rg:  # the gradient of <x.grad, w> with respect to the incoming gradient
+                (tgg,) = torch.autograd.grad(tgx, tg, w)
+                hgg = ct.grads_of(res[0], hg, w, create_graph=False)
+                ct.assert_close(hgg, tgg, what=what + "second order: ")
+
+
+ct.declare("ct_sort", c_int, [CT, c_int, c_bool, c_bool, TP, TP])
+ct.declare("ct_topk", c_int, [CT, ct.c_int64, c_int, c_bool, c_bool, TP, TP])
+
+
+def pair_first(f):
+    """The first of a two-result call's results (ct_sort, ct_topk)"""
+    v, i = (c_void_p * 1)(), (c_void_p * 1)()
+    assert f(v, i) == 0, ct.last_error()
+    return v[0]

@@ -1690,3 +1690,31 @@ def test_writes_whose_inputs_share_the_written_memory():
         ct.assert_error(cf(hx), want, what=what + " index = self: ")
         ct.clear_error()
         close(hx, tx)
+
+
+def test_writes_into_a_strided_view_from_itself():
+    """torch's get_overlap_status calls a tensor and itself a full overlap before
+    it asks whether the memory is dense: x.index_put_((i,), x) and x.scatter_(0, i,
+    x) into a strided view x (a column, a slice with a step) fail, x unchanged"""
+    perm = torch.tensor([1, 0, 2])
+    views = {"column": lambda b: b[:, 1], "step 2": lambda b: b[0, ::2]}
+    cviews = {"column": lambda hb: ct.check(lib.ct_select(hb, 1, 1)),
+              "step 2": lambda hb: ct.check(lib.ct_slice(ct.check(lib.ct_select(hb, 0, 0)), 0, 0, 6, 2))}
+    ops = {
+        "index_put_": (lambda x: x.index_put_((perm,), x), lambda hx: lib.ct_index_put_(hx, arr([h(perm)]), 1, hx, False)),
+        "index_put_ accumulate": (lambda x: x.index_put_((perm,), x, accumulate=True),
+                                  lambda hx: lib.ct_index_put_(hx, arr([h(perm)]), 1, hx, True)),
+        "scatter_": (lambda x: x.scatter_(0, perm, x), lambda hx: lib.ct_scatter_(hx, 0, h(perm), hx)),
+        "scatter_add_": (lambda x: x.scatter_add_(0, perm, x), lambda hx: lib.ct_scatter_add_(hx, 0, h(perm), hx)),
+    }
+    for vname, view in views.items():
+        for oname, (tf, cf) in ops.items():
+            what = f"{oname} of a {vname} view into itself: "
+            base = torch.arange(18, dtype=torch.float64).view(3, 6)
+            tb = base.clone()
+            want = ct.torch_error(lambda: tf(view(tb)))
+            assert want is not None, what + "torch accepts it"
+            hb = ct.check(lib.ct_clone(h(base)))
+            ct.assert_error(cf(cviews[vname](hb)), want, what=what)
+            ct.clear_error()
+            close(hb, tb, what=what)
