@@ -78,7 +78,7 @@ struct Node {
     int ni;
     /* engine scratch, valid during one GraphTask */
     int deps;
-    bool needed;
+    bool needed, capture_only; /* autograd.grad: see mark_needed */
     uint64_t task;
     /* Arrays in the node's own memory, after the struct (PyTorch's nodes hold
      * small vectors too): a node is a few hundred bytes, not a fixed worst case. */

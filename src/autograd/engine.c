@@ -81,6 +81,7 @@ static bool visit(GraphTask *g, Node *n) {
     n->task = g->id;
     n->deps = 0;
     n->needed = g->o->ninputs == 0;
+    n->capture_only = false;
     for (int k = 0; k < n->num_inputs; k++) n->buffer[k] = NULL;
     return push(&g->all, n);
 }
@@ -110,9 +111,12 @@ static int compute_dependencies(GraphTask *g, Edge *roots, int nroots) {
     return rc ? c10_error_int("backward: out of memory") : 0;
 }
 
-/* autograd.grad: a node is needed when it is a capture target or leads to one.
- * g->all is in discovery order; process in reverse topological order by
- * repeated passes over nodes whose successors are settled (graphs are DAGs). */
+/* autograd.grad: a node is needed when it is a capture target or leads to one
+ * (torch's exec_info should_execute). g->all is in discovery order; process in
+ * reverse topological order by repeated passes over nodes whose successors are
+ * settled (graphs are DAGs). A target that leads to no other only takes its
+ * input gradient and does not run (torch's needed_ false: its saved tensors
+ * are not checked, its hooks not called). */
 static void mark_needed(GraphTask *g) {
     for (int i = 0; i < g->o->ninputs; i++)
         if (g->captures[i].fn) g->captures[i].fn->needed = true;
@@ -128,6 +132,12 @@ static void mark_needed(GraphTask *g) {
                     break;
                 }
         }
+    }
+    for (int i = 0; i < g->o->ninputs; i++) {
+        Node *n = g->captures[i].fn;
+        if (!n) continue;
+        n->capture_only = true;
+        for (int k = 0; k < n->num_next; k++) n->capture_only &= !(n->next[k].fn && n->next[k].fn->needed);
     }
 }
 
@@ -353,7 +363,7 @@ static int run_node(GraphTask *g, Node *n) {
     for (int i = 0; i < o->ninputs; i++) /* autograd.grad captures */
         if (g->captures[i].fn == n && inputs[g->captures[i].input_nr] && !o->results[i])
             o->results[i] = c10_retain(inputs[g->captures[i].input_nr]);
-    if (!n->needed || (o->ninputs && n->kind == NODE_ACCUMULATE)) goto done;
+    if (!n->needed || n->capture_only || (o->ninputs && n->kind == NODE_ACCUMULATE)) goto done;
     if ((rc = pre_hooks(n, inputs)) < 0) goto done;
     switch (n->kind) {
     case NODE_ACCUMULATE:

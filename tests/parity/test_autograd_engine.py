@@ -624,3 +624,34 @@ def pair_first(f):
     v, i = (c_void_p * 1)(), (c_void_p * 1)()
     assert f(v, i) == 0, ct.last_error()
     return v[0]
+
+
+def test_autograd_grad_does_not_run_the_inputs_own_nodes():
+    """autograd.grad with respect to a non-leaf takes the gradient flowing into
+    its grad_fn and runs that node only when it leads to another input (torch's
+    exec_info): a saved tensor of it written in place since is then no error"""
+    x0 = torch.randn(3, dtype=torch.float64)
+    for wrt in ("y", "y and x"):
+        tx = x0.clone().requires_grad_()
+        ty = tx.exp()            # ExpBackward0 saves its result
+        tz = (ty * 2).sin()
+        with torch.no_grad():
+            ty.mul_(3)           # y's version moves on
+        tins = [ty] if wrt == "y" else [ty, tx]
+        g = torch.randn(3, dtype=torch.float64)
+        want = []
+        want_err = ct.torch_error(lambda: want.extend(torch.autograd.grad(tz, tins, g)))
+        hx = own_leaf(x0)
+        hy = ct.check(lib.ct_exp(hx))
+        hz = ct.check(lib.ct_sin(ct.check(lib.ct_mul_scalar(hy, c_double(2.0)))))
+        no_grad(lambda: ct.check_int(lib.ct_mul_scalar_(hy, c_double(3.0))))
+        hins = [hy] if wrt == "y" else [hy, hx]
+        res = (c_void_p * len(hins))()
+        rc = lib.ct_autograd_grad((c_void_p * 1)(hz), (c_void_p * 1)(ct.from_torch(g)), 1,
+                                  (c_void_p * len(hins))(*hins), len(hins), res, False, False, False)
+        if want_err:
+            ct.assert_error(rc, want_err, what=f"grad wrt {wrt}: ")
+            ct.clear_error()
+        else:
+            assert rc == 0, f"grad wrt {wrt}: {ct.last_error()}"
+            ct.assert_close(res[0], want[0], what=f"grad wrt {wrt}: ")
