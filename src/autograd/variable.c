@@ -352,6 +352,7 @@ static bool save_needed(int op, const OpArgs *a, int k) {
         return k > 1 || ag_requires_grad(a->t[1 - k]);
     case OP_div: return k != 0 || ag_requires_grad(a->t[1]);
     case OP_addmm: case OP_baddbmm: return k < 1 || k > 2 || ag_requires_grad(a->t[3 - k]);
+    case OP_index_add: return k != 2 || ag_requires_grad(a->t[2]); /* source: its own gradient's shape */
     default: return true;
     }
 }

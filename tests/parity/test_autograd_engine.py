@@ -655,3 +655,53 @@ def test_autograd_grad_does_not_run_the_inputs_own_nodes():
         else:
             assert rc == 0, f"grad wrt {wrt}: {ct.last_error()}"
             ct.assert_close(res[0], want[0], what=f"grad wrt {wrt}: ")
+
+
+for _row in [("ct_gather", T, [CT, c_int, CT]), ("ct_take", T, [CT, CT]), ("ct_masked_select", T, [CT, CT]),
+             ("ct_embedding", T, [CT, CT, ct.c_int64]), ("ct_index_add", T, [CT, c_int, CT, CT, c_double]),
+             ("ct_layer_norm", T, [CT, ct.I64P, c_int, CT, CT, c_double])]:
+    ct.declare(*_row)
+
+
+def test_in_place_writes_of_what_torch_saves():
+    """gather, take and masked_select save self, embedding its weight, index_add its
+    source (when that requires grad) and layer_norm its bias, though the gradients
+    use only their shapes: torch 1.13's nodes do, so an in-place write of that input
+    between forward and backward fails (or not) as torch's, in its words"""
+    ix = torch.tensor([[0, 2], [1, 0]])
+    mask = torch.tensor([True, False, True])
+    F = torch.nn.functional
+    cases = [  # name, input shapes, torch fn, ctorch fn, written input, does it require grad
+        ("gather", [(2, 3)], lambda x: x.gather(1, ix), lambda x: lib.ct_gather(x, 1, ct.from_torch(ix)), 0),
+        ("take", [(2, 3)], lambda x: x.take(ix), lambda x: lib.ct_take(x, ct.from_torch(ix)), 0),
+        ("masked_select", [(2, 3)], lambda x: x.masked_select(mask),
+         lambda x: lib.ct_masked_select(x, ct.from_torch(mask)), 0),
+        ("embedding", [(3, 4)], lambda w: F.embedding(ix, w), lambda w: lib.ct_embedding(w, ct.from_torch(ix), -1), 0),
+        ("index_add source", [(3, 2), (2, 2)], lambda s, src: s.index_add(0, ix[0], src, alpha=.5),
+         lambda s, src: lib.ct_index_add(s, 0, ct.from_torch(ix[0]), src, .5), 1),
+        ("layer_norm bias", [(2, 3), (3,), (3,)], lambda x, w, b: F.layer_norm(x, (3,), w, b),
+         lambda x, w, b: lib.ct_layer_norm(x, ct.i64([3]), 1, w, b, 1e-5), 2),
+    ]
+    for name, shapes, tf, cf, k in cases:
+        for rg in (True, False):  # whether the written input requires grad (it is a non-leaf when it does)
+            what = f"{name}, written input requires grad {rg}: "
+            vals = [torch.randn(s, dtype=torch.float64) for s in shapes]
+            tl = [v.clone().requires_grad_(j != k or rg) for j, v in enumerate(vals)]
+            tx = [t * 1 for t in tl]
+            ty = tf(*tx)
+            with torch.no_grad():
+                tx[k].mul_(2)
+            want = ct.torch_error(lambda: ty.sum().backward())
+            hl = [own_leaf(v, j != k or rg) for j, v in enumerate(vals)]
+            hx = [ct.check(lib.ct_mul_scalar(h, c_double(1.0))) for h in hl]
+            hy = ct.check(cf(*hx))
+            no_grad(lambda: ct.check_int(lib.ct_mul_scalar_(hx[k], c_double(2.0))))
+            rc = lib.ct_backward(ct.check(lib.ct_sum(hy)), None)
+            if want is None:
+                assert rc == 0, what + ct.last_error()
+                for t, h in zip(tl, hl):
+                    if t.requires_grad:
+                        ct.assert_close(lib.ct_grad(h), t.grad, what=what)
+            else:
+                ct.assert_error(rc, want, what=what)
+                ct.clear_error()
