@@ -165,10 +165,23 @@ static int deliver(GraphTask *g, Edge e, TensorImpl *grad) {
 
 /* ---- applying nodes ---- */
 
-/* A gradient to the shape and dtype of the input it is for. */
-static TensorImpl *shape_gradient(TensorImpl *gi, const InputMeta *m) {
-    bool same = gi->ndim == m->ndim;
+/* A gradient to the shape and dtype of input k it is for (torch's
+ * validate_outputs: a gradient the input's shape does not expand to is an error). */
+static TensorImpl *shape_gradient(const Node *n, int k, TensorImpl *gi) {
+    const InputMeta *m = &n->in_meta[k];
+    bool same = gi->ndim == m->ndim, fits = m->ndim <= gi->ndim;
     for (int d = 0; same && d < m->ndim; d++) same = gi->sizes[d] == m->sizes[d];
+    for (int d = 1; !same && fits && d <= m->ndim; d++) {
+        int64_t a = m->sizes[m->ndim - d];
+        fits = a == 1 || a == gi->sizes[gi->ndim - d];
+    }
+    if (!same && !fits) { /* torch counts the differentiable inputs: absent ones too, no integer one */
+        int at = 0;
+        for (int j = 0; j < k; j++) at += !n->in_meta[j].defined || c10_is_float(n->in_meta[j].dtype);
+        c10_error("Function %s returned an invalid gradient at index %d - got %s but expected shape compatible "
+                  "with %s", n->name, at, c10_shape_str(gi->sizes, gi->ndim), c10_shape_str(m->sizes, m->ndim));
+        return c10_release(gi), NULL;
+    }
     TensorImpl *r = gi;
     if (!same) { /* broadcasting undone: sum to the input's size */
         r = ag_sum_to_size(gi, m->sizes, m->ndim);
@@ -210,7 +223,7 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
     if (rc == 0) rc = deriv_info[n->op].backward(&c, gi);
     for (int k = 0; k < n->num_next; k++) {
         if (rc == 0 && gi[k] && c.needs[k]) {
-            if (!(gi[k] = shape_gradient(gi[k], &n->in_meta[k]))) rc = -1;
+            if (!(gi[k] = shape_gradient(n, k, gi[k]))) rc = -1;
         } else {
             c10_release(gi[k]);
             gi[k] = NULL;

@@ -659,7 +659,8 @@ def test_autograd_grad_does_not_run_the_inputs_own_nodes():
 
 for _row in [("ct_gather", T, [CT, c_int, CT]), ("ct_take", T, [CT, CT]), ("ct_masked_select", T, [CT, CT]),
              ("ct_embedding", T, [CT, CT, ct.c_int64]), ("ct_index_add", T, [CT, c_int, CT, CT, c_double]),
-             ("ct_layer_norm", T, [CT, ct.I64P, c_int, CT, CT, c_double])]:
+             ("ct_layer_norm", T, [CT, ct.I64P, c_int, CT, CT, c_double]),
+             ("ct_scatter", T, [CT, c_int, CT, CT]), ("ct_scatter_add", T, [CT, c_int, CT, CT])]:
     ct.declare(*_row)
 
 
@@ -705,3 +706,23 @@ def test_in_place_writes_of_what_torch_saves():
             else:
                 ct.assert_error(rc, want, what=what)
                 ct.clear_error()
+
+
+def test_a_gradient_the_input_cannot_take():
+    """torch's validate_outputs: a node's gradient that its input's shape does not
+    expand to (scatter's src larger than its index) is an error naming the node and
+    the input's place among the differentiable ones"""
+    idx = torch.tensor([[1], [0]])
+    for name, tf, cf in [
+            ("scatter", lambda s, src: s.scatter(1, idx, src), lambda s, src: lib.ct_scatter(s, 1, ct.from_torch(idx), src)),
+            ("scatter_add", lambda s, src: s.scatter_add(1, idx, src),
+             lambda s, src: lib.ct_scatter_add(s, 1, ct.from_torch(idx), src))]:
+        for self_rg in (False, True):
+            s, src = torch.randn(2, 3, dtype=torch.float64), torch.randn(2, 3, dtype=torch.float64)
+            ts, tsrc = s.clone().requires_grad_(self_rg), src.clone().requires_grad_()
+            want = ct.torch_error(lambda: tf(ts, tsrc).sum().backward())
+            assert want is not None and "invalid gradient at index 1" in want, want
+            hs, hsrc = own_leaf(s, self_rg), own_leaf(src)
+            ct.assert_error(lib.ct_backward(ct.check(lib.ct_sum(ct.check(cf(hs, hsrc)))), None), want,
+                            what=f"{name}, self requires grad {self_rg}: ")
+            ct.clear_error()
