@@ -417,16 +417,21 @@ static bool same_shape(const TensorImpl *a, const TensorImpl *b) {
 }
 
 /* The roots' initial gradients: ones for one-element outputs, else given. */
-static TensorImpl *root_grad(TensorImpl *root, TensorImpl *grad, int i) {
-    if (!grad) {
-        if (root->numel != 1) return c10_error("grad can be implicitly created only for scalar outputs");
-        return c10_full(root->sizes, root->ndim, 1, root->dtype, root->device);
-    }
+/* torch's _make_grads, before the engine looks at any root's history: a given
+ * gradient has the root's shape; none is a root that requires grad one element */
+static int check_root_grad(TensorImpl *root, TensorImpl *grad, int i) {
+    if (!grad)
+        return ag_requires_grad(root) && root->numel != 1
+                   ? c10_error_int("grad can be implicitly created only for scalar outputs") : 0;
     if (!same_shape(root, grad))
-        return c10_error("Mismatch in shape: grad_output[%d] has a shape of torch.Size(%s) and output[%d] has a "
-                         "shape of torch.Size(%s).", i, c10_shape_str(grad->sizes, grad->ndim), i,
-                         c10_shape_str(root->sizes, root->ndim));
-    return c10_retain(grad);
+        return c10_error_int("Mismatch in shape: grad_output[%d] has a shape of torch.Size(%s) and output[%d] has a "
+                             "shape of torch.Size(%s).", i, c10_shape_str(grad->sizes, grad->ndim), i,
+                             c10_shape_str(root->sizes, root->ndim));
+    return 0;
+}
+
+static TensorImpl *root_grad(TensorImpl *root, TensorImpl *grad) {
+    return grad ? c10_retain(grad) : c10_full(root->sizes, root->ndim, 1, root->dtype, root->device);
 }
 
 int ag_run_backward(TensorImpl **roots, TensorImpl **grads, int nroots, const BackwardOpts *o) {
@@ -441,11 +446,12 @@ int ag_run_backward(TensorImpl **roots, TensorImpl **grads, int nroots, const Ba
     int rc = 0;
     /* a view made under no_grad of a tensor that requires grad does too, but
      * has no edge: torch's gradient_edge() is empty for it, and so an error */
+    for (int i = 0; i < nroots && rc == 0; i++) rc = check_root_grad(roots[i], grads ? grads[i] : NULL, i);
     for (int i = 0; i < nroots && rc == 0; i++) {
         if (ag_check_view(roots[i]) < 0) rc = -1;
         else if (!ag_requires_grad(roots[i]) || !(edges[i] = ag_gradient_edge(roots[i])).fn)
             rc = c10_error_int("element %d of tensors does not require grad and does not have a grad_fn", i);
-        else if (!(g0[i] = root_grad(roots[i], grads ? grads[i] : NULL, i)))
+        else if (!(g0[i] = root_grad(roots[i], grads ? grads[i] : NULL)))
             rc = -1;
     }
     for (int i = 0; i < o->ninputs && rc == 0; i++) {

@@ -726,3 +726,24 @@ def test_a_gradient_the_input_cannot_take():
             ct.assert_error(lib.ct_backward(ct.check(lib.ct_sum(ct.check(cf(hs, hsrc)))), None), want,
                             what=f"{name}, self requires grad {self_rg}: ")
             ct.clear_error()
+
+
+def test_root_gradients_are_checked_before_the_roots_history():
+    """torch's _make_grads runs before the engine reads a root's grad_fn: a
+    non-scalar root with no gradient, or a gradient of the wrong shape, is
+    reported before the error of a root whose history cannot be rebuilt (an
+    unbind output whose base was written in place)"""
+    x0 = torch.randn(3, 2, dtype=torch.float64)
+    for grad in (None, torch.ones(5, dtype=torch.float64), torch.ones(3, dtype=torch.float64)):
+        tx = x0.clone().requires_grad_()
+        ty = tx * 1
+        tv = ty.unbind(1)[0]
+        ty.add_(1)
+        want = ct.torch_error(lambda: tv.backward(grad))
+        hy = ct.check(lib.ct_mul_scalar(own_leaf(x0), c_double(1.0)))
+        out = (c_void_p * 2)()
+        assert lib.ct_unbind(hy, 1, out, 2) == 2, ct.last_error()
+        assert lib.ct_add_scalar_(hy, c_double(1.0)) == 0, ct.last_error()
+        rc = lib.ct_backward(out[0], None if grad is None else ct.from_torch(grad))
+        ct.assert_error(rc, want, what=f"grad {None if grad is None else tuple(grad.shape)}: ")
+        ct.clear_error()
