@@ -210,7 +210,7 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
         if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = ag_zeros_like_meta(&n->out_meta[k])))
             rc = -1;
     for (int k = 0; k < n->num_next; k++) c.needs[k] = needs ? needs[k] : n->next[k].fn && n->next[k].fn->needed;
-    if (n->released && (deriv_info[n->op].flags & SV_ANY)) /* its saved tensors are gone */
+    if (n->released) /* its saved tensors are gone */
         rc = ag_unpack(n, &n->saved_in[0], 0) ? 0 : -1;
     for (int k = 0; k < n->num_next && rc == 0; k++)
         if (n->saved_in[k].data) { /* inline: the saved input unchanged since the forward */
@@ -393,8 +393,10 @@ static int run_node(GraphTask *g, Node *n) {
         break;
     }
     if (rc == 0 && ag_anomaly) rc = ag_anomaly_check(n, gi);
-    if (!o->retain_graph) {
-        n->released = true;
+    if (!o->retain_graph) { /* an op's node that saved nothing can run again (torch's check is per saved tensor) */
+        bool saved = n->kind != NODE_OP;
+        for (int k = 0; k < n->num_saved; k++) saved |= n->saved[k].data != NULL;
+        n->released |= saved;
         ag_release_saved(n);
     }
     for (int k = 0; k < n->num_next; k++) {

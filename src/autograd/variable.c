@@ -342,17 +342,22 @@ static int meta_words(TensorImpl *const *t, int n) {
     return w;
 }
 
-/* Whether input k must be saved: the products save an operand only for the
- * other operand's gradient, and only when that one requires grad, as torch's
- * generated code does (saving it anyway made a later in-place op on it an
- * error in backward: z = y * 1.5; y.add_(1) is a residual block's pattern). */
+/* Whether input k must be saved: as torch's generated code, only when a
+ * gradient that uses it is wanted. The products save an operand only for the
+ * other operand's gradient (saving it anyway made a later in-place op on it an
+ * error in backward: z = y * 1.5; y.add_(1) is a residual block's pattern);
+ * remainder, fmod, lerp, index_add and scatter_add save for one input's
+ * gradient. A node that saved nothing can also run a second time. */
 static bool save_needed(int op, const OpArgs *a, int k) {
     switch (op) {
     case OP_mul: case OP_mm: case OP_bmm: case OP_mv: case OP_dot: case OP_outer: case OP_matmul: case OP_linear:
         return k > 1 || ag_requires_grad(a->t[1 - k]);
     case OP_div: return k != 0 || ag_requires_grad(a->t[1]);
-    case OP_addmm: case OP_baddbmm: return k < 1 || k > 2 || ag_requires_grad(a->t[3 - k]);
-    case OP_index_add: return k != 2 || ag_requires_grad(a->t[2]); /* source: its own gradient's shape */
+    case OP_addmm: case OP_baddbmm: case OP_addcmul: return k < 1 || k > 2 || ag_requires_grad(a->t[3 - k]);
+    case OP_index_add: case OP_scatter_add: return k == 0 || ag_requires_grad(a->t[2]); /* index, source: for source's */
+    case OP_remainder: case OP_fmod: return ag_requires_grad(a->t[1]); /* self's gradient is grad itself */
+    case OP_addcdiv: return k != 1 || ag_requires_grad(a->t[2]); /* tensor2 always, as torch 1.13's node */
+    case OP_lerp: return k == 2 || ag_requires_grad(a->t[2]); /* self, end: for weight's */
     default: return true;
     }
 }
