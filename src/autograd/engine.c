@@ -418,7 +418,6 @@ static bool same_shape(const TensorImpl *a, const TensorImpl *b) {
     return true;
 }
 
-/* The roots' initial gradients: ones for one-element outputs, else given. */
 /* torch's _make_grads, before the engine looks at any root's history: a given
  * gradient has the root's shape; none is a root that requires grad one element */
 static int check_root_grad(TensorImpl *root, TensorImpl *grad, int i) {
@@ -432,6 +431,7 @@ static int check_root_grad(TensorImpl *root, TensorImpl *grad, int i) {
     return 0;
 }
 
+/* The roots' initial gradients: given, else ones (one-element roots). */
 static TensorImpl *root_grad(TensorImpl *root, TensorImpl *grad) {
     return grad ? c10_retain(grad) : c10_full(root->sizes, root->ndim, 1, root->dtype, root->device);
 }

@@ -660,13 +660,15 @@ def test_autograd_grad_does_not_run_the_inputs_own_nodes():
 for _row in [("ct_gather", T, [CT, c_int, CT]), ("ct_take", T, [CT, CT]), ("ct_masked_select", T, [CT, CT]),
              ("ct_embedding", T, [CT, CT, ct.c_int64]), ("ct_index_add", T, [CT, c_int, CT, CT, c_double]),
              ("ct_layer_norm", T, [CT, ct.I64P, c_int, CT, CT, c_double]),
-             ("ct_scatter", T, [CT, c_int, CT, CT]), ("ct_scatter_add", T, [CT, c_int, CT, CT])]:
+             ("ct_scatter", T, [CT, c_int, CT, CT]), ("ct_scatter_add", T, [CT, c_int, CT, CT]),
+             ("ct_avg_pool2d", T, [CT, ct.I64P, ct.I64P, ct.I64P, c_bool, c_bool, ct.c_int64]),
+             ("ct_adaptive_avg_pool2d", T, [CT, ct.I64P])]:
     ct.declare(*_row)
 
 
 def test_in_place_writes_of_what_torch_saves():
-    """gather, take and masked_select save self, embedding its weight, index_add its
-    source (when that requires grad) and layer_norm its bias, though the gradients
+    """gather, take, masked_select and the average poolings save self, embedding its
+    weight, index_add its source (when that requires grad) and layer_norm its bias, though the gradients
     use only their shapes: torch 1.13's nodes do, so an in-place write of that input
     between forward and backward fails (or not) as torch's, in its words"""
     ix = torch.tensor([[0, 2], [1, 0]])
@@ -682,6 +684,10 @@ def test_in_place_writes_of_what_torch_saves():
          lambda s, src: lib.ct_index_add(s, 0, ct.from_torch(ix[0]), src, .5), 1),
         ("layer_norm bias", [(2, 3), (3,), (3,)], lambda x, w, b: F.layer_norm(x, (3,), w, b),
          lambda x, w, b: lib.ct_layer_norm(x, ct.i64([3]), 1, w, b, 1e-5), 2),
+        ("avg_pool2d", [(1, 2, 4, 4)], lambda x: F.avg_pool2d(x, 2),
+         lambda x: lib.ct_avg_pool2d(x, ct.i64([2, 2]), None, None, False, True, 0), 0),
+        ("adaptive_avg_pool2d", [(1, 2, 4, 4)], lambda x: F.adaptive_avg_pool2d(x, 2),
+         lambda x: lib.ct_adaptive_avg_pool2d(x, ct.i64([2, 2])), 0),
     ]
     for name, shapes, tf, cf, k in cases:
         for rg in (True, False):  # whether the written input requires grad (it is a non-leaf when it does)
