@@ -597,7 +597,9 @@ int ct_retain_grad(ct_tensor *h) {
     if (!ag_requires_grad(t)) return c10_error_int("can't retain_grad on Tensor that has requires_grad=False");
     if (ag_is_leaf(t)) return 0; /* leaves keep their grad anyway */
     AutogradMeta *m = t->autograd;
+    if (m->retains_grad) return 0; /* as torch: where it was registered (see set_history_follow) */
     m->retains_grad = true;
+    m->retain_fn = m->grad_fn;
     m->grad_fn->retain[m->output_nr] = m;
     return 0;
 }

@@ -110,6 +110,7 @@ struct AutogradMeta {
     int output_nr;
     bool requires_grad;       /* set on leaves by the user */
     bool retains_grad;
+    Node *retain_fn;          /* retain_grad: the node whose retain[] points here (weak both ways) */
     bool is_view;             /* a differentiable view of base */
     TensorImpl *base;         /* the view's base (strong) */
     unsigned attr_version;    /* a view: the storage's version when its history was set */

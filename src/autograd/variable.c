@@ -136,6 +136,7 @@ void ag_node_free(Node *n) {
         for (int k = 0; k < m->num_inputs; k++) {
             c10_release(m->buffer[k]);
             if (m->pre_hooks[k]) ag_hooks_free(m->pre_hooks[k]);
+            if (m->retain[k] && m->retain[k]->retain_fn == m) m->retain[k]->retain_fn = NULL;
         }
         if (m->variable) { /* AccumulateGrad: the leaf forgets its accumulator */
             if (m->variable->autograd && m->variable->autograd->grad_accumulator == m)
@@ -150,14 +151,18 @@ void ag_node_free(Node *n) {
 
 /* -------------------------------------------------------------------- meta */
 
+/* Drops the retain_grad node's weak pointer back to m. */
+static void unlink_retain(AutogradMeta *m) {
+    Node *n = m->retain_fn;
+    for (int k = 0; n && k < n->num_inputs; k++)
+        if (n->retain[k] == m) n->retain[k] = NULL;
+    m->retain_fn = NULL;
+}
+
 static void meta_free(AutogradMeta *m) {
     c10_release(m->grad);
-    if (m->grad_fn) {
-        if (m->retains_grad) /* the node's weak pointer back to this meta */
-            for (int k = 0; k < m->grad_fn->num_inputs; k++)
-                if (m->grad_fn->retain[k] == m) m->grad_fn->retain[k] = NULL;
-        ag_node_release(m->grad_fn);
-    }
+    unlink_retain(m);
+    ag_node_release(m->grad_fn);
     c10_release(m->base);
     ag_hooks_free(m->hooks);
     meta_pool_put(m);
@@ -232,17 +237,20 @@ Edge ag_gradient_edge(TensorImpl *t) {
     return (Edge){acc, 0};
 }
 
-/* out's history becomes fn, taking over one reference the caller had to it. */
-static void set_history_owned(TensorImpl *out, Node *fn, int output_nr) {
+/* out's history becomes fn, taking over one reference the caller had to it.
+ * follow: retain_grad follows the tensor to its new history (an in-place op on
+ * it; a base rewritten through a view keeps it on its old node, as torch's
+ * rebase_history moves the tensor's hooks only in its non-view branch). */
+static void set_history_follow(TensorImpl *out, Node *fn, int output_nr, bool follow) {
     AutogradMeta *m = ag_meta(out);
     if (!m) {
         ag_node_release(fn);
         return;
     }
     Node *old = m->grad_fn;
-    if (m->retains_grad && old != fn) { /* retain_grad follows the tensor to its new history (in-place ops) */
-        if (old && old->retain[m->output_nr] == m) old->retain[m->output_nr] = NULL;
-        if (fn) fn->retain[output_nr] = m;
+    if (m->retains_grad && follow && m->retain_fn != fn) {
+        unlink_retain(m);
+        if (fn) fn->retain[output_nr] = m, m->retain_fn = fn;
     }
     m->grad_fn = fn;
     m->output_nr = output_nr;
@@ -250,6 +258,7 @@ static void set_history_owned(TensorImpl *out, Node *fn, int output_nr) {
     ag_node_release(old);
 }
 
+static void set_history_owned(TensorImpl *out, Node *fn, int output_nr) { set_history_follow(out, fn, output_nr, true); }
 void ag_set_history(TensorImpl *out, Node *fn, int output_nr) { set_history_owned(out, ag_node_retain(fn), output_nr); }
 
 /* The node of the overload or path torch takes where it is not the row's (x.pow(2) is
@@ -528,7 +537,7 @@ static int copy_slices(TensorImpl *self, Node *fn) {
         cs->next[k] = (Edge){ag_node_retain(fn->next[k].fn), fn->next[k].input_nr};
         ag_copy_meta(cs, &cs->in_meta[k], &fn->in_meta[k]);
     }
-    ag_set_history(base, cs, 0);
+    set_history_follow(base, ag_node_retain(cs), 0, false);
     Node *v = record_as_strided(base, self); /* self = base.as_strided(self's geometry), with history */
     ag_node_release(v);
     ag_node_release(cs);
