@@ -371,9 +371,10 @@ static bool save_needed(int op, const OpArgs *a, int k) {
     }
 }
 
-/* Whether the outputs must be saved: pow's result serves its exponent's gradient
- * only (x.pow_(2) then a later in-place op on it still backpropagates, as torch). */
-static bool save_out_needed(int op, const OpArgs *a) { return op != OP_pow || ag_requires_grad(a->t[1]); }
+/* Whether the outputs must be saved: pow by a number (torch's pow.Tensor_Scalar)
+ * saves no result (x.pow_(2) then a later in-place op on it still backpropagates);
+ * pow by a tensor saves it whatever needs grad, as torch 1.13's PowBackward1. */
+static bool save_out_needed(int op, const OpArgs *a) { return op != OP_pow || !a->t[1]->is_wrapped_number; }
 
 /* Makes the node for op's call with inputs a->t and outputs out[0..n), saving
  * what the row's flags ask for; self_saved replaces input 0 in the saved set

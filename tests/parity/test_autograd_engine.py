@@ -855,3 +855,29 @@ def test_retain_grad_of_a_base_written_through_a_view():
             lib.ct_free(hy)  # the tensor before the graph (its old node still points back)
             lib.ct_free(hv)
             lib.ct_free(hl)
+
+
+def test_pow_by_a_tensor_saves_its_result():
+    """torch 1.13's PowBackward1 (pow by a tensor, a 0-dim one too) saves its result
+    even when the exponent needs no gradient; pow by a number saves none"""
+    a0 = torch.rand(3, dtype=torch.float64) + .5
+    e0 = torch.rand(3, dtype=torch.float64)
+    cases = {
+        "a tensor": (lambda x: x.pow(e0), lambda h: lib.ct_pow(h, ct.from_torch(e0))),
+        "a 0-dim tensor": (lambda x: x.pow(torch.tensor(2.5, dtype=torch.float64)),
+                           lambda h: lib.ct_pow(h, ct.from_torch(torch.tensor(2.5, dtype=torch.float64)))),
+        "a number": (lambda x: x.pow(2.5), lambda h: lib.ct_pow_scalar(h, c_double(2.5))),
+    }
+    for what, (tf, cf) in cases.items():
+        tx = a0.clone().requires_grad_()
+        ty = tf(tx * 1)
+        ty.mul_(2)
+        want = ct.torch_error(lambda: ty.sum().backward())
+        hy = ct.check(cf(ct.check(lib.ct_mul_scalar(own_leaf(a0), c_double(1.0)))))
+        ct.check_int(lib.ct_mul_scalar_(hy, c_double(2.0)))
+        rc = lib.ct_backward(ct.check(lib.ct_sum(hy)), None)
+        if want is None:
+            assert rc == 0, f"pow by {what}: {ct.last_error()}"
+        else:
+            ct.assert_error(rc, want, what=f"pow by {what}: ")
+            ct.clear_error()
