@@ -233,13 +233,25 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
     return rc;
 }
 
+/* A new tensor with m's sizes and strides exactly, gaps too (torch's
+ * new_empty_strided): its storage spans the largest offset. */
+static TensorImpl *empty_exactly_as(const InputMeta *m) {
+    int64_t span = 1;
+    for (int d = 0; d < m->ndim; d++) span = m->sizes[d] ? span + (m->sizes[d] - 1) * m->strides[d] : 0;
+    for (int d = 0; d < m->ndim && span; d++) span = m->sizes[d] ? span : 0;
+    TensorImpl *flat = c10_empty(&span, 1, m->dtype, m->device);
+    TensorImpl *r = flat ? c10_as_strided(flat, m->sizes, m->strides, m->ndim, 0) : NULL;
+    c10_release(flat);
+    return r;
+}
+
 /* CopySlices (see variable.c): grad is the base's gradient. */
 static int apply_copy_slices(Node *n, TensorImpl *grad, TensorImpl **gi) {
     CopySlicesInfo *cs = n->extra;
     int mark = ag_frame_begin(), rc = -1;
     /* a private copy laid out as the base, so that the view's geometry applies */
     const InputMeta *bm = &n->in_meta[0];
-    TensorImpl *result = at_empty_strided(bm->sizes, bm->strides, bm->ndim, bm->dtype, bm->device);
+    TensorImpl *result = empty_exactly_as(bm);
     if (!result) goto out;
     OpArgs init = {.t = {result, grad}, .nt = 2};
     if (grad ? ag_call_inplace(OP_copy_, &init) < 0 : c10_fill(result, 0) < 0) goto out;

@@ -881,3 +881,29 @@ def test_pow_by_a_tensor_saves_its_result():
         else:
             ct.assert_error(rc, want, what=f"pow by {what}: ")
             ct.clear_error()
+
+
+ct.declare("ct_clamp_", c_int, [T, c_double, c_double])
+
+
+def test_view_written_in_place_of_a_base_with_gaps():
+    """CopySlices lays its copy of the base's gradient out with the base's strides
+    exactly (torch's new_empty_strided), gaps too: a strided base (every other
+    element of a storage) that got its history by an in-place op, then written
+    through a view, backpropagates"""
+    s0 = torch.randn(16, dtype=torch.float64)
+    w0 = torch.randn(4, 2, dtype=torch.float64)
+    for vname, tv, cv in [("a slice", lambda b: b[1:3], lambda hb: lib.ct_narrow(hb, 0, 1, 2)),
+                          ("a column", lambda b: b[:, 1], lambda hb: lib.ct_select(hb, 1, 1))]:
+        tb = s0.clone().as_strided((4, 2), (4, 2)).detach()  # not a view: its own history
+        tw = w0.clone().requires_grad_()
+        tb.add_(tw)
+        tv(tb).clamp_(-.3, .3)
+        (tb * tb).sum().backward()
+        hs = ct.check(lib.ct_clone(ct.from_torch(s0)))
+        hb = ct.check(lib.ct_detach(ct.check(lib.ct_as_strided(hs, ct.i64([4, 2]), ct.i64([4, 2]), 2, 0))))  # no view
+        hw = own_leaf(w0)
+        assert lib.ct_add_(hb, hw) == 0, ct.last_error()
+        assert lib.ct_clamp_(ct.check(cv(hb)), -.3, .3) == 0, ct.last_error()
+        assert lib.ct_backward(ct.check(lib.ct_sum(ct.check(lib.ct_mul(hb, hb)))), None) == 0, ct.last_error()
+        ct.assert_close(lib.ct_grad(hw), tw.grad, rtol=1e-12, atol=1e-15, what=f"through {vname}: ")
