@@ -573,11 +573,17 @@ int ag_call_inplace(int op, OpArgs *a) {
         c10_release(self_orig);
         return -1;
     }
-    c10_bump_version(self);
     int rc = 0;
-    if (rec) {
-        /* out[0] is self: the node's edge 0 is self's history before this op */
+    if (!rec) c10_bump_version(self);
+    else {
+        /* out[0] is self: the node's edges are its inputs' histories before this op
+         * (torch collects them first: a view of self among them is not stale yet),
+         * then the write counts and the saved result is at the new version */
         Node *node = record(op, a, out, 1, self_orig, false);
+        c10_bump_version(self);
+        if (self->autograd) self->autograd->attr_version = c10_version(self);
+        for (int j = 0; node && j < node->num_inputs; j++)
+            if (node->saved_out[j].data) node->saved_out[j].version = c10_version(node->saved_out[j].data);
         if (!node) rc = -1;
         else {
             /* other inputs aliasing self were saved before this op overwrote

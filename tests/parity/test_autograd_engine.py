@@ -907,3 +907,34 @@ def test_view_written_in_place_of_a_base_with_gaps():
         assert lib.ct_clamp_(ct.check(cv(hb)), -.3, .3) == 0, ct.last_error()
         assert lib.ct_backward(ct.check(lib.ct_sum(ct.check(lib.ct_mul(hb, hb)))), None) == 0, ct.last_error()
         ct.assert_close(lib.ct_grad(hw), tw.grad, rtol=1e-12, atol=1e-15, what=f"through {vname}: ")
+
+
+ct.declare("ct_atan", T, [CT])
+ct.declare("ct_add_alpha_", c_int, [T, CT, c_double])
+hook_x2 = HOOK(lambda g, ctx: lib.ct_mul_scalar(g, c_double(2.0)))
+
+
+def test_an_in_place_op_takes_its_inputs_histories_before_it_writes():
+    """torch collects an in-place op's edges before the write: a view written in
+    place with itself as the other operand (v.add_(v, alpha=-.5)) sends the other
+    operand's gradient through the view's old node, with the hook registered there"""
+    x0 = torch.tensor(0.3, dtype=torch.float64)
+    for hook in (False, True):
+        for shape in ((), (3,)):
+            tx = x0.clone().requires_grad_()
+            tv2 = torch.atan(tx).expand(shape) * 1
+            tv4 = tv2[...] if shape else tv2.expand([])
+            if hook:
+                tv4.register_hook(lambda g: g * 2)
+            tv4.add_(tv4, alpha=-.5)
+            g = torch.linspace(.5, 1.5, tv2.numel(), dtype=torch.float64).view(shape)
+            tv2.backward(g)
+            hx = own_leaf(x0)
+            hat = ct.check(lib.ct_atan(hx))
+            hv2 = ct.check(lib.ct_mul_scalar(ct.check(lib.ct_expand(hat, ct.i64(list(shape)), len(shape))), c_double(1.0)))
+            hv4 = ct.check(lib.ct_expand(hv2, ct.i64(list(shape)), len(shape)))
+            if hook:
+                assert lib.ct_register_hook(hv4, hook_x2, None) == 0
+            assert lib.ct_add_alpha_(hv4, hv4, -.5) == 0, ct.last_error()
+            assert lib.ct_backward(hv2, ct.from_torch(g)) == 0, ct.last_error()
+            ct.assert_close(lib.ct_grad(hx), tx.grad, rtol=1e-12, atol=1e-15, what=f"hook {hook}, shape {shape}: ")
