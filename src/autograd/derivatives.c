@@ -106,13 +106,16 @@ static TensorImpl *atan2_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *x, Tenso
 }
 #define ATAN2_BWD(g, x, y, w) atan2_bwd(c, g, x, y, w)
 
-/* maximum/minimum: the gradient goes to the larger (smaller) input, split in
- * half on ties, as PyTorch does. */
+/* maximum/minimum, as torch's where(a == b, g / 2, g).masked_fill_(a loses, 0):
+ * the larger (smaller) input gets g, ties half each, and both all of it where
+ * either is NaN (no comparison holds there). */
 static TensorImpl *minmax_bwd(BackwardCtx *c, TensorImpl *g, TensorImpl *a, TensorImpl *b, int is_max) {
     (void)c;
-    TensorImpl *win = is_max ? BIN(gt, a, b) : BIN(lt, a, b);
-    TensorImpl *tie = BIN(eq, a, b);
-    return ADD(masked(g, win), MULS(masked(g, tie), 0.5));
+    TensorImpl *lose = is_max ? BIN(lt, a, b) : BIN(gt, a, b);
+    TensorImpl *tie = BIN(eq, a, b), *half = MULS(g, 0.5);
+    if (!tie || !half) return NULL;
+    OpArgs w = {.t = {tie, half, g}, .nt = 3};
+    return masked(F(ag_call1(OP_where, &w)), UN(logical_not, lose));
 }
 #define MINMAX_BWD(g, a, b, m) minmax_bwd(c, g, a, b, m)
 

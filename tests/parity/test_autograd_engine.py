@@ -938,3 +938,20 @@ def test_an_in_place_op_takes_its_inputs_histories_before_it_writes():
             assert lib.ct_add_alpha_(hv4, hv4, -.5) == 0, ct.last_error()
             assert lib.ct_backward(hv2, ct.from_torch(g)) == 0, ct.last_error()
             ct.assert_close(lib.ct_grad(hx), tx.grad, rtol=1e-12, atol=1e-15, what=f"hook {hook}, shape {shape}: ")
+
+
+def test_maximum_minimum_gradients_with_nan_and_ties():
+    """torch's where(a == b, g / 2, g).masked_fill_(a loses, 0): where either input
+    is NaN both get the whole gradient, ties half each (an inf gradient too), the
+    loser none; broadcast inputs sum theirs"""
+    nan, inf = float("nan"), float("inf")
+    a0 = torch.tensor([[1., nan, 2., 3., nan, -inf], [0., 5., nan, 2., 2., 1.]], dtype=torch.float64)
+    b0 = torch.tensor([nan, 1., 2., 1., nan, -inf], dtype=torch.float64)
+    g = torch.tensor([[1., 2., 4., 8., inf, 16.], [1., -2., 3., inf, 5., 6.]], dtype=torch.float64)
+    for name, tf in [("maximum", torch.maximum), ("minimum", torch.minimum)]:
+        ta, tb = a0.clone().requires_grad_(), b0.clone().requires_grad_()
+        tf(ta, tb).backward(g)
+        ha, hb = own_leaf(a0), own_leaf(b0)
+        assert lib.ct_backward(ct.check(getattr(lib, "ct_" + name)(ha, hb)), ct.from_torch(g)) == 0, ct.last_error()
+        ct.assert_close(lib.ct_grad(ha), ta.grad, what=f"{name} self: ")
+        ct.assert_close(lib.ct_grad(hb), tb.grad, what=f"{name} other: ")
