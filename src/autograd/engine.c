@@ -206,10 +206,15 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
     if (n->ni) memcpy(args.i, n->ints, sizeof(int64_t) * (size_t)n->ni);
     BackwardCtx c = {.node = n, .go = inputs, .args = &args};
     int rc = 0;
+    bool any = false;
+    for (int k = 0; k < n->num_next; k++) any |= c.needs[k] = needs ? needs[k] : n->next[k].fn && n->next[k].fn->needed;
+    if (!any) { /* no gradient wanted (edges to nothing): torch's node computes and checks nothing */
+        ag_frame_end(mark);
+        return 0;
+    }
     for (int k = 0; k < n->num_inputs && rc == 0; k++)
         if (!inputs[k] && n->out_meta[k].defined && !(inputs[k] = ag_zeros_like_meta(&n->out_meta[k])))
             rc = -1;
-    for (int k = 0; k < n->num_next; k++) c.needs[k] = needs ? needs[k] : n->next[k].fn && n->next[k].fn->needed;
     if (n->released) /* its saved tensors are gone */
         rc = ag_unpack(n, &n->saved_in[0], 0) ? 0 : -1;
     for (int k = 0; k < n->num_next && rc == 0; k++)

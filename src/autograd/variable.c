@@ -287,6 +287,9 @@ static int check_saved(Node *n, SavedVariable *sv, int output_nr) {
     CT_ASSERT(t != NULL);
     unsigned now = c10_version(t);
     if (now != sv->version) {
+        /* torch asks a saved input for its grad_fn first: a view that may not be
+         * used any more (a split piece, a no_grad view, their base written) says so */
+        if (!sv->is_output && ag_check_view(t) < 0) return -1;
         char owner[96] = "";
         Node *fn = sv->is_output ? n : ag_grad_fn(t);
         /* torch's name() of its hand-written nodes is their C++ name */

@@ -955,3 +955,38 @@ def test_maximum_minimum_gradients_with_nan_and_ties():
         assert lib.ct_backward(ct.check(getattr(lib, "ct_" + name)(ha, hb)), ct.from_torch(g)) == 0, ct.last_error()
         ct.assert_close(lib.ct_grad(ha), ta.grad, what=f"{name} self: ")
         ct.assert_close(lib.ct_grad(hb), tb.grad, what=f"{name} other: ")
+
+
+def test_a_saved_view_that_may_not_be_used_any_more():
+    """backward finds a saved input changed; torch asks it for its grad_fn first,
+    so a chunk piece whose base was written since reports that view's error, not
+    the version counter's; a node whose inputs all lack edges (a view made under
+    no_grad) checks nothing"""
+    x0 = torch.randn(2, 3, dtype=torch.float64)
+    for kind in ("chunk", "no_grad view"):
+        tx = x0.clone().requires_grad_()
+        tb = tx * 1
+        if kind == "chunk":
+            tp = tb.chunk(3, 1)[1]
+        else:
+            with torch.no_grad():
+                tp = tb[:, 1:2]
+        ty = tp * tp                 # saves the piece
+        tb.mul_(2)                   # the base is written: the piece is stale
+        want = ct.torch_error(lambda: ty.sum().backward())
+        assert (want is not None and "view" in want) == (kind == "chunk"), want
+        hb = ct.check(lib.ct_mul_scalar(own_leaf(x0), c_double(1.0)))
+        if kind == "chunk":
+            out = (c_void_p * 3)()
+            assert lib.ct_chunk(hb, 3, 1, out, 3) == 3, ct.last_error()
+            hp = out[1]
+        else:
+            hp = no_grad(lambda: ct.check(lib.ct_narrow(hb, 1, 1, 1)))
+        hy = ct.check(lib.ct_mul(hp, hp))
+        assert lib.ct_mul_scalar_(hb, c_double(2.0)) == 0, ct.last_error()
+        rc = lib.ct_backward(ct.check(lib.ct_sum(hy)), None)
+        if want is None:  # the no_grad view has no edge: its node wants no gradient and checks nothing
+            assert rc == 0, kind + ": " + ct.last_error()
+        else:
+            ct.assert_error(rc, want, what=kind + ": ")
+            ct.clear_error()
