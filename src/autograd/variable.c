@@ -552,16 +552,17 @@ int ag_call_inplace(int op, OpArgs *a) {
     TensorImpl *self = a->t[0];
     bool req = false;
     for (int k = 0; k < a->nt && !req; k++) req = a->t[k] && ag_requires_grad(a->t[k]);
+    req = req && ag_grad_enabled();
+    /* torch's check_inplace, before it reads the other inputs' histories: a view
+     * first (it requires grad and its base is a leaf: a leaf view too,
+     * base[2:8].requires_grad_()), then a leaf */
     if (req && view_rebase_error(self, true) < 0) return -1;
+    if (req && self->autograd && self->autograd->is_view && ag_is_leaf(self->autograd->base) && ag_requires_grad(self))
+        return c10_error_int("a view of a leaf Variable that requires grad is being used in an in-place operation.");
+    if (req && ag_is_leaf(self) && ag_requires_grad(self))
+        return c10_error_int("a leaf Variable that requires grad is being used in an in-place operation.");
     int rec = needs_history(op, a);
     if (rec < 0) return -1;
-    /* torch's check_inplace: a view first (it requires grad and its base is a
-     * leaf: a leaf view too, base[2:8].requires_grad_()), then a leaf */
-    if (rec && self->autograd && self->autograd->is_view && ag_is_leaf(self->autograd->base) &&
-        ag_requires_grad(self))
-        return c10_error_int("a view of a leaf Variable that requires grad is being used in an in-place operation.");
-    if (ag_grad_enabled() && ag_is_leaf(self) && ag_requires_grad(self))
-        return c10_error_int("a leaf Variable that requires grad is being used in an in-place operation.");
     TensorImpl *self_orig = NULL;
     if (rec && (deriv_info[op].flags & SV_IN0)) {
         self_orig = ag_unary(OP_clone, self); /* with history: double backward sees it */

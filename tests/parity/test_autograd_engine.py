@@ -990,3 +990,32 @@ def test_a_saved_view_that_may_not_be_used_any_more():
         else:
             ct.assert_error(rc, want, what=kind + ": ")
             ct.clear_error()
+
+
+def test_in_place_checks_self_before_the_other_inputs_histories():
+    """torch's check_inplace runs before the op reads its other inputs' histories:
+    a leaf that requires grad written in place with a stale multi-output view (or
+    a stale no_grad view) as the other operand reports the leaf"""
+    x0 = torch.randn(2, 3, dtype=torch.float64)
+    for kind in ("unbind piece", "no_grad view"):
+        tl = torch.randn(3, dtype=torch.float64).requires_grad_()
+        tb = x0.clone().requires_grad_() * 1
+        if kind == "unbind piece":
+            tv = tb.unbind(0)[1]
+        else:
+            with torch.no_grad():
+                tv = tb[1]
+        tb.mul_(2)
+        want = ct.torch_error(lambda: tl.add_(tv))
+        assert want is not None and "leaf Variable" in want, want
+        hl = own_leaf(tl.detach())
+        hb = ct.check(lib.ct_mul_scalar(own_leaf(x0), c_double(1.0)))
+        if kind == "unbind piece":
+            out = (c_void_p * 2)()
+            assert lib.ct_unbind(hb, 0, out, 2) == 2, ct.last_error()
+            hv = out[1]
+        else:
+            hv = no_grad(lambda: ct.check(lib.ct_select(hb, 0, 1)))
+        assert lib.ct_mul_scalar_(hb, c_double(2.0)) == 0, ct.last_error()
+        ct.assert_error(lib.ct_add_(hl, hv), want, what=kind + ": ")
+        ct.clear_error()
