@@ -666,6 +666,19 @@ for _row in [("ct_gather", T, [CT, c_int, CT]), ("ct_take", T, [CT, CT]), ("ct_m
     ct.declare(*_row)
 
 
+def error_or_grads_as_torch(rc, want, tleaves, hleaves, what):
+    """ctorch's backward failed with torch's message want, or, where torch's passed,
+    passed with the leaves' gradients torch's"""
+    if want is None:
+        assert rc == 0, what + ct.last_error()
+        for t, h in zip(tleaves, hleaves):
+            if t.requires_grad:
+                ct.assert_close(lib.ct_grad(h), t.grad, rtol=1e-12, atol=1e-15, what=what)
+    else:
+        ct.assert_error(rc, want, what=what)
+        ct.clear_error()
+
+
 def test_in_place_writes_of_what_torch_saves():
     """gather, take, masked_select and the average poolings save self, embedding its
     weight, index_add its source (when that requires grad) and layer_norm its bias, though the gradients
@@ -704,14 +717,7 @@ def test_in_place_writes_of_what_torch_saves():
             hy = ct.check(cf(*hx))
             no_grad(lambda: ct.check_int(lib.ct_mul_scalar_(hx[k], c_double(2.0))))
             rc = lib.ct_backward(ct.check(lib.ct_sum(hy)), None)
-            if want is None:
-                assert rc == 0, what + ct.last_error()
-                for t, h in zip(tl, hl):
-                    if t.requires_grad:
-                        ct.assert_close(lib.ct_grad(h), t.grad, rtol=1e-12, atol=1e-15, what=what)
-            else:
-                ct.assert_error(rc, want, what=what)
-                ct.clear_error()
+            error_or_grads_as_torch(rc, want, tl, hl, what)
 
 
 def test_a_gradient_the_input_cannot_take():
@@ -797,14 +803,7 @@ def test_what_is_saved_follows_which_inputs_require_grad():
             hy = ct.check(lib.ct_sum(ct.check(cf(*hl))))
             rc = lib.ct_backward(hy, None)
             rc = rc if rc < 0 else lib.ct_backward(hy, None)
-            if want is None:
-                assert rc == 0, what + ct.last_error()
-                for t, h in zip(tl, hl):
-                    if t.requires_grad:
-                        ct.assert_close(lib.ct_grad(h), t.grad, rtol=1e-12, atol=1e-15, what=what)
-            else:
-                ct.assert_error(rc, want, what=what)
-                ct.clear_error()
+            error_or_grads_as_torch(rc, want, tl, hl, what)
             # an in-place write of each (non-leaf) input between forward and backward
             for k in range(len(shapes)):
                 what = f"{name}, inputs requiring grad {rgs}, input {k} written: "
