@@ -241,9 +241,9 @@ static int apply_op(Node *n, TensorImpl **inputs, TensorImpl **gi, const bool *n
 /* A new tensor with m's sizes and strides exactly, gaps too (torch's
  * new_empty_strided): its storage spans the largest offset. */
 static TensorImpl *empty_exactly_as(const InputMeta *m) {
-    int64_t span = 1;
-    for (int d = 0; d < m->ndim; d++) span = m->sizes[d] ? span + (m->sizes[d] - 1) * m->strides[d] : 0;
-    for (int d = 0; d < m->ndim && span; d++) span = m->sizes[d] ? span : 0;
+    int64_t span = 1; /* the largest offset + 1; none for an empty tensor */
+    for (int d = 0; d < m->ndim; d++) span += (m->sizes[d] - 1) * m->strides[d];
+    for (int d = 0; d < m->ndim; d++) span = m->sizes[d] ? span : 0;
     TensorImpl *flat = c10_empty(&span, 1, m->dtype, m->device);
     TensorImpl *r = flat ? c10_as_strided(flat, m->sizes, m->strides, m->ndim, 0) : NULL;
     c10_release(flat);

@@ -568,7 +568,6 @@ int ag_call_inplace(int op, OpArgs *a) {
         self_orig = ag_unary(OP_clone, self); /* with history: double backward sees it */
         if (!self_orig) return -1;
     }
-    unsigned version_before = c10_version(self);
     a->dst = self;
     TensorImpl *out[OP_MAX_OUTS];
     int n = at_call(op, a, out);
@@ -578,24 +577,21 @@ int ag_call_inplace(int op, OpArgs *a) {
         return -1;
     }
     int rc = 0;
-    if (!rec) c10_bump_version(self);
-    else {
-        /* out[0] is self: the node's edges are its inputs' histories before this op
-         * (torch collects them first: a view of self among them is not stale yet),
-         * then the write counts and the saved result is at the new version */
-        Node *node = record(op, a, out, 1, self_orig, false);
-        c10_bump_version(self);
-        if (self->autograd) self->autograd->attr_version = c10_version(self);
-        for (int j = 0; node && j < node->num_inputs; j++)
-            if (node->saved_out[j].data) node->saved_out[j].version = c10_version(node->saved_out[j].data);
+    /* out[0] is self: the node's edges are its inputs' histories before this op
+     * (torch collects them first: a view of self among them is not stale yet),
+     * then the write counts and the saved result is at the new version */
+    Node *node = rec ? record(op, a, out, 1, self_orig, false) : NULL;
+    c10_bump_version(self);
+    for (int j = 0; node && j < node->num_inputs; j++)
+        if (node->saved_out[j].data) node->saved_out[j].version = c10_version(node->saved_out[j].data);
+    if (rec) {
         if (!node) rc = -1;
         else {
-            /* other inputs aliasing self were saved before this op overwrote
-             * them, as PyTorch saves them: backward then reports the change */
+            /* other inputs aliasing self were saved (at their version before
+             * the write) as PyTorch saves them: backward then reports the change */
             for (int k = 1; k < a->nt; k++) {
                 SavedVariable *sv = &node->saved_in[k];
                 if (!sv->data || sv->data->storage != self->storage) continue;
-                sv->version = version_before;
                 TensorImpl *al = sv->data == self ? c10_alias(self) : NULL;
                 if (al) { /* y.mul_(y): never usable, only named; a bare alias holds no history, */
                     c10_release(sv->data); /* so no cycle through self's grad_fn (this node) */
