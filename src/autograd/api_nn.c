@@ -72,13 +72,35 @@ static ct_tensor *pw_loss(int op, const ct_tensor *input, const ct_tensor *targe
 ct_tensor *ct_mse_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
     return pw_loss(OP_mse_loss, input, target, NULL, NULL, reduction, 0);
 }
+/* input or target broadcast to shape (themselves when already that shape, as
+ * torch's broadcast_tensors); a new reference */
+static TensorImpl *expand_to(TensorImpl *t, const int64_t *shape, int nd) {
+    if (t->ndim == nd && !memcmp(t->sizes, shape, sizeof(int64_t) * (size_t)nd)) return c10_retain(t);
+    OpArgs a = {.t = {t}, .nt = 1, .ni = nd};
+    memcpy(a.i, shape, sizeof(int64_t) * (size_t)nd);
+    return ag_call1(OP_expand, &a);
+}
+
+/* torch 1.13's F.l1_loss is a composite: broadcast_tensors(input, target),
+ * (input - target).abs(), then the reduction. Its history is those nodes (Abs
+ * saves only the difference, so input and target may change in place after
+ * the call), its errors and dtypes theirs (bools do not subtract, integers
+ * have no mean). */
 ct_tensor *ct_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction) {
-    ct_tensor *r = pw_loss(OP_l1_loss, input, target, NULL, NULL, reduction, 0);
-    /* torch 1.13's l1_loss is a composite, (input - target).abs() then the reduction: its last node */
-    static const char *const node[] = {"AbsBackward0", "MeanBackward0", "SumBackward0"};
-    if (r && reduction >= CT_REDUCTION_NONE && reduction <= CT_REDUCTION_SUM)
-        ag_name_node(c10_unwrap(r), OP_l1_loss, node[reduction]);
-    return r;
+    TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL;
+    int64_t shape[CT_MAX_DIMS];
+    int nd = t ? c10_broadcast_shape(x->sizes, x->ndim, t->sizes, t->ndim, shape) : -1;
+    if (nd < 0 || !check_reduction("l1_loss", reduction)) return NULL;
+    TensorImpl *xe = expand_to(x, shape, nd), *te = xe ? expand_to(t, shape, nd) : NULL;
+    TensorImpl *d = ag_binary(OP_sub, xe, te), *r = ag_unary(OP_abs, d);
+    c10_release(xe), c10_release(te), c10_release(d);
+    if (r && reduction != CT_REDUCTION_NONE) {
+        OpArgs a = {.t = {r}, .nt = 1, .ni = 2}; /* keepdim false, every dim */
+        TensorImpl *red = ag_call1(reduction == CT_REDUCTION_MEAN ? OP_mean : OP_sum, &a);
+        c10_release(r);
+        r = red;
+    }
+    return c10_wrap(r);
 }
 ct_tensor *ct_smooth_l1_loss(const ct_tensor *input, const ct_tensor *target, ct_reduction reduction, double beta) {
     return pw_loss(OP_smooth_l1_loss, input, target, NULL, NULL, reduction, beta);

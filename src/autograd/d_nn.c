@@ -152,9 +152,6 @@ static TensorImpl *pw_composite(BackwardCtx *c, int op, int which) {
     case OP_mse_loss:
         d = MULS(SUB(x, y), 2);
         break;
-    case OP_l1_loss:
-        d = UN(sign, SUB(x, y));
-        break;
     case OP_smooth_l1_loss: { /* as the fused kernel: -1, 1, or diff / beta between; torch
                                  takes the target's with x and y swapped, not negated */
         TensorImpl *diff = which == 0 ? SUB(x, y) : SUB(y, x);

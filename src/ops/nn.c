@@ -703,13 +703,11 @@ static inline void bce_fault(void) { atomic_store_explicit(&bce_range_fault, 1, 
 
 /* forwards */
 LOSS_KERNELS(mse, (x - y) * (x - y))
-LOSS_KERNELS(l1, fabs(x - y))
 LOSS_KERNELS(sl1, (fabs(x - y) < beta ? (T)0.5 * (x - y) * (x - y) / beta : fabs(x - y) - (T)0.5 * beta))
 LOSS_KERNELS(bce, (BCE_CHECK(x), -(y * CLAMP_LOG(log(x)) + (1 - y) * CLAMP_LOG(log(1 - x)))))
 LOSS_KERNELS(bcel, ((1 - y) * x + (1 + (pw - 1) * y) * SPLUS_NEG(x)))
 /* gradients wrt the input, times sc (which carries the output's gradient) */
 LOSS_KERNELS(mse_gx, (T)2 * (x - y) * sc)
-LOSS_KERNELS(l1_gx, ((x > y) - (x < y)) * sc)
 /* torch's order: -1 at or below -beta, 1 at or above beta, (x - y) / beta between
  * (so beta 0 gives -1 where x == y, and NaN stays NaN) */
 LOSS_KERNELS(sl1_gx, (x - y <= -beta ? (T)-1 : x - y >= beta ? (T)1 : (x - y) / beta) * sc)
@@ -730,7 +728,6 @@ typedef struct {
 #define K2(n) {k_##n##_f32, k_##n##_f64}
 static const PwInfo pw_table[] = {
     {OP_mse_loss, "mse_loss", K2(mse), K2(mse_gx), K2(mse_gx)},
-    {OP_l1_loss, "l1_loss", K2(l1), K2(l1_gx), K2(l1_gx)},
     {OP_smooth_l1_loss, "smooth_l1_loss", K2(sl1), K2(sl1_gx), K2(sl1_gx)},
     {OP_binary_cross_entropy, "binary_cross_entropy", K2(bce), K2(bce_gx), K2(bce_gy)},
     {OP_binary_cross_entropy_with_logits, "binary_cross_entropy_with_logits", K2(bcel), K2(bcel_gx), K2(bcel_gy)},
@@ -780,7 +777,7 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
     if (op == OP_binary_cross_entropy_with_logits && !same)
         return c10_error_int("%s: Target size (%s) must be the same as input size (%s)", name, torch_size(y),
                              torch_size(x));
-    int64_t bs[CT_MAX_DIMS]; /* F.mse_loss / l1_loss / smooth_l1_loss broadcast first */
+    int64_t bs[CT_MAX_DIMS]; /* F.mse_loss and smooth_l1_loss broadcast first */
     if (op != OP_binary_cross_entropy && op != OP_binary_cross_entropy_with_logits &&
         c10_broadcast_shape(x->sizes, x->ndim, y->sizes, y->ndim, bs) < 0)
         return -1;
@@ -793,7 +790,7 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
         return c10_error_int("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
                              "to invert a mask, use the `~` or `logical_not()` operator instead.");
     if (a->nt > 2 && pw_weight_check(name, x, a->t[logits ? 3 : 2], logits) < 0) return -1;
-    /* torch's dtypes: mse, l1 and smooth_l1 broadcast their operands first, so a
+    /* torch's dtypes: mse and smooth_l1 broadcast their operands first, so a
      * 0-dim one promotes as any tensor; binary_cross_entropy wants the target's
      * dtype to be the input's (the weight is cast), and the result of
      * binary_cross_entropy_with_logits has the target's dtype (its ops run in
@@ -819,7 +816,7 @@ int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd) {
         d = c10_promote(x->dtype, y->dtype);
     }
     if (logits && pw_weight_check(name, x, a->t[2], false) < 0) return -1;
-    if (!c10_is_float(d) && op != OP_l1_loss)
+    if (!c10_is_float(d))
         return c10_error_int("\"%s\" not implemented for '%s'", op == OP_mse_loss ? "mse_cpu"
                              : op == OP_smooth_l1_loss ? "smooth_l1_cpu" : name, c10_dtype_cname(d));
     *cd = d;
@@ -842,32 +839,11 @@ static TensorImpl *pw_run(const char *name, const ew_kernel *k, TensorImpl *cons
     return o;
 }
 
-/* l1_loss of integers (or a bool): abs(x - y) then the reduction, torch's
- * composite, with its errors (bools do not subtract; integers have no mean). */
-COLD_CODE static int int_l1_loss(const OpArgs *a, TensorImpl **out) {
-    OpArgs b;
-    op_args_init(&b, 2, a->t[0], a->t[1], 1.0);
-    TensorImpl *d = at_call1(OP_sub, &b), *r = NULL;
-    if (!d) return -1;
-    op_args_init(&b, 1, d, NULL, 0);
-    TensorImpl *ad = at_call1(OP_abs, &b);
-    c10_release(d);
-    if (!ad || a->i[0] == CT_REDUCTION_NONE) ONE(ad);
-    op_args_init(&b, 1, ad, NULL, 0);
-    b.ni = 2; /* keepdim false, every dim */
-    b.i[0] = b.i[1] = 0;
-    r = at_call1(a->i[0] == CT_REDUCTION_MEAN ? OP_mean : OP_sum, &b);
-    c10_release(ad);
-    ONE(r);
-}
-
 /* t[0] input, t[1] target, t[2] weight or NULL, t[3] pos_weight or NULL
  * (binary_cross_entropy_with_logits); i: reduction; s: beta (smooth_l1). */
 int fwd_pw_loss(int op, const OpArgs *a, TensorImpl **out) {
     ct_dtype rd;
     if (nn_pw_check(op, a, &rd) < 0) return -1;
-    if (!c10_is_float(rd) || (op == OP_l1_loss && (a->t[0]->dtype == CT_BOOL || a->t[1]->dtype == CT_BOOL)))
-        return int_l1_loss(a, out);
     const PwInfo *pi = pw_info(op);
     TensorImpl *ops[4] = {a->t[0], a->t[1]};
     int n = 2;
@@ -876,7 +852,6 @@ int fwd_pw_loss(int op, const OpArgs *a, TensorImpl **out) {
     if (hp) ops[n++] = a->t[3];
     double beta = a->s[0];
     const ew_kernel *k = pi->fwd;
-    if (op == OP_smooth_l1_loss && beta == 0) k = pw_info(OP_l1_loss)->fwd; /* as PyTorch: beta 0 is l1 */
     atomic_store_explicit(&bce_range_fault, 0, memory_order_relaxed);
     /* torch's bce_with_logits composite runs in place on 1 - target: unreduced, the target's layout */
     bool like_target = op == OP_binary_cross_entropy_with_logits && a->i[0] == CT_REDUCTION_NONE;

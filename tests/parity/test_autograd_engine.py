@@ -683,7 +683,8 @@ def test_in_place_writes_of_what_torch_saves():
     """gather, take, masked_select and the average poolings save self, embedding its
     weight, index_add its source (when that requires grad) and layer_norm its bias, though the gradients
     use only their shapes: torch 1.13's nodes do, so an in-place write of that input
-    between forward and backward fails (or not) as torch's, in its words"""
+    between forward and backward fails (or not) as torch's, in its words; l1_loss
+    saves neither input nor target, so writing one is no error"""
     ix = torch.tensor([[0, 2], [1, 0]])
     mask = torch.tensor([True, False, True])
     F = torch.nn.functional
@@ -702,6 +703,12 @@ def test_in_place_writes_of_what_torch_saves():
         ("adaptive_avg_pool2d", [(1, 2, 4, 4)], lambda x: F.adaptive_avg_pool2d(x, 2),
          lambda x: lib.ct_adaptive_avg_pool2d(x, ct.i64([2, 2])), 0),
     ]
+    # l1_loss is torch's composite (broadcast, sub, abs, reduction): Abs saves the
+    # difference, not input or target, so writing either afterwards is no error
+    for red, rname in enumerate(("none", "mean", "sum")):
+        for k, (sx, st) in enumerate([((2, 3), (3,)), ((2, 3), (2, 1))]):
+            cases.append((f"l1_loss {rname}", [sx, st], lambda x, t, r=rname: F.l1_loss(x, t, reduction=r),
+                          lambda x, t, r=red: lib.ct_l1_loss(x, t, r), k))
     for name, shapes, tf, cf, k in cases:
         for rg in (True, False):  # whether the written input requires grad (it is a non-leaf when it does)
             what = f"{name}, written input requires grad {rg}: "
