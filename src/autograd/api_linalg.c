@@ -21,10 +21,19 @@ ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b) { return call2(OP_mm, a
 ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b) { return call2(OP_bmm, a, b); }
 ct_tensor *ct_mv(const ct_tensor *a, const ct_tensor *v) { return call2(OP_mv, a, v); }
 ct_tensor *ct_dot(const ct_tensor *a, const ct_tensor *b) { return call2(OP_dot, a, b); }
+/* torch 1.13's composite, a.reshape(-1, 1) * b: its nodes (View, Mul) and what
+ * Mul saves (the column view), its dtypes (bools multiply as a logical and) */
 ct_tensor *ct_outer(const ct_tensor *a, const ct_tensor *b) {
-    ct_tensor *r = call2(OP_outer, a, b);
-    if (r) ag_name_node(c10_unwrap(r), OP_outer, "MulBackward0"); /* torch: a.reshape(-1, 1) * b */
-    return r;
+    TensorImpl *t[2];
+    const ct_tensor *h[2] = {a, b};
+    if (!unwrap(h, t, 2)) return NULL;
+    for (int k = 0; k < 2; k++)
+        if (t[k]->ndim != 1)
+            return c10_error("outer: Expected 1-D argument %s, but got %d-D", k ? "vec2" : "self", t[k]->ndim);
+    OpArgs v = {.t = {t[0]}, .nt = 1, .i = {t[0]->sizes[0], 1}, .ni = 2};
+    TensorImpl *col = ag_call1(OP_view, &v), *r = ag_binary(OP_mul, col, t[1]);
+    c10_release(col);
+    return c10_wrap(r);
 }
 
 /* torch 1.13 matmul's last step by ranks: 1-d @ 2-d squeezes a row in place, 2-d @

@@ -684,7 +684,8 @@ def test_in_place_writes_of_what_torch_saves():
     weight, index_add its source (when that requires grad) and layer_norm its bias, though the gradients
     use only their shapes: torch 1.13's nodes do, so an in-place write of that input
     between forward and backward fails (or not) as torch's, in its words; l1_loss
-    saves neither input nor target, so writing one is no error"""
+    saves neither input nor target, so writing one is no error; outer saves a's
+    column view"""
     ix = torch.tensor([[0, 2], [1, 0]])
     mask = torch.tensor([True, False, True])
     F = torch.nn.functional
@@ -709,6 +710,9 @@ def test_in_place_writes_of_what_torch_saves():
         for k, (sx, st) in enumerate([((2, 3), (3,)), ((2, 3), (2, 1))]):
             cases.append((f"l1_loss {rname}", [sx, st], lambda x, t, r=rname: F.l1_loss(x, t, reduction=r),
                           lambda x, t, r=red: lib.ct_l1_loss(x, t, r), k))
+    # outer is a.reshape(-1, 1) * b: Mul saves the column view of a (its shape in the message)
+    for k in range(2):
+        cases.append(("outer", [(3,), (4,)], torch.outer, lib.ct_outer, k))
     for name, shapes, tf, cf, k in cases:
         for rg in (True, False):  # whether the written input requires grad (it is a non-leaf when it does)
             what = f"{name}, written input requires grad {rg}: "
