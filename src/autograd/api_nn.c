@@ -46,6 +46,12 @@ ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, con
         OpArgs a = {.t = {xs, ts, ws}, .nt = 3, .i = {reduction, ignore_index}, .ni = 2, .s = {label_smoothing}};
         r = c10_wrap(ag_call1(OP_cross_entropy, &a));
     }
+    /* the last node of torch 1.13's composite: nll_loss's, or with class
+     * probabilities -sum (over N for the mean), with label smoothing the add of
+     * the two terms */
+    const char *node = prob ? (reduction == CT_REDUCTION_MEAN ? "DivBackward1" : "NegBackward0")
+                       : label_smoothing > 0 ? "AddBackward0" : NULL;
+    if (r && node) ag_name_node(c10_unwrap(r), OP_cross_entropy, node);
     c10_release(xs), c10_release(ts), c10_release(ws);
     return r;
 }

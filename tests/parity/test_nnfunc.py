@@ -896,7 +896,16 @@ def test_meta_shapes():
 def test_grad_fn_names():
     x = leaf(randn(3, 4))
     t = ct.from_torch(torch.tensor([0, 1, 2]))
-    assert lib.ct_grad_fn_name(ct.check(lib.ct_cross_entropy(x, t, None, 1, -100, 0.0))) == b"NllLossBackward0"
+    tx, tt, tp = ct.to_torch(x).requires_grad_(), torch.tensor([0, 1, 2]), torch.rand(3, 4, generator=GEN, dtype=F64)
+    w = torch.rand(4, generator=GEN, dtype=F64)
+    for target, htarget in [(tt, t), (tp, ct.from_torch(tp))]:  # class indices, class probabilities
+        for weight in [None, w]:
+            for eps in [0.0, 0.1]:
+                for r, red in enumerate(["none", "mean", "sum"]):
+                    h = ct.check(lib.ct_cross_entropy(x, htarget, ct.from_torch(weight) if weight is not None
+                                                      else None, r, -100, eps))
+                    want = Fn.cross_entropy(tx, target, weight, reduction=red, label_smoothing=eps).grad_fn.name()
+                    assert lib.ct_grad_fn_name(h) == want.encode(), (target.dtype, weight is None, eps, red)
     assert lib.ct_grad_fn_name(ct.check(lib.ct_mse_loss(x, x, 1))) == b"MseLossBackward0"
     assert lib.ct_grad_fn_name(ct.check(lib.ct_layer_norm(x, ct.i64([4]), 1, None, None, 1e-5))) == \
         b"NativeLayerNormBackward0"
