@@ -276,13 +276,12 @@ static inline void narrow_bf16(h16 *d, const float *s) {
     /* vcvtneps2bf16 rounds as c10_f2bf_bits does, but reads subnormal floats
      * as zeros: a block with one goes the long way */
     __mmask16 sub = 0;
-    for (int j = 0; j < VB; j += 16) sub |= _mm512_fpclass_ps_mask(_mm512_loadu_ps(s + j), 0x20);
-    if (!sub) {
-        for (int j = 0; j < VB; j += 16)
-            _mm256_storeu_si256((__m256i *)(d + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + j)));
-        return;
+    for (int j = 0; j < VB; j += 16) {
+        __m512 v = _mm512_loadu_ps(s + j);
+        sub |= _mm512_fpclass_ps_mask(v, 0x20);
+        _mm256_storeu_si256((__m256i *)(d + j), (__m256i)_mm512_cvtneps_pbh(v));
     }
-    c10_float_to_half_n(d, s, true, VB);
+    if (sub) c10_float_to_half_n(d, s, true, VB);
 #elif defined(__AVX2__)
     for (int j = 0; j < VB; j += 8) c10_f2bf_x8(d + j, _mm256_loadu_ps(s + j));
 #else
