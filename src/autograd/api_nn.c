@@ -28,32 +28,95 @@ static bool no_grad_arg(const TensorImpl *t, const char *arg, const char *fn) {
 }
 static const char *nll_name(const TensorImpl *x) { return x->ndim <= 2 ? "nll_loss_forward" : "nll_loss2d_forward"; }
 
+/* Ends the caller's scope, returning r (of that scope) to the enclosing one */
+static ct_tensor *escape(ct_tensor *r) {
+    TensorImpl *t = r ? c10_retain(c10_unwrap(r)) : NULL;
+    ct_scope_end();
+    return t ? c10_wrap(t) : NULL;
+}
+
+/* a tensor and a number as C++ code calls them (the .Scalar overload's node,
+ * where Python's binding wraps the number: MulBackward1, not MulBackward0) */
+static ct_tensor *by_number(int op, const ct_tensor *a, double v) {
+    ct_tensor *r = op == OP_mul ? ct_mul_scalar(a, v) : op == OP_add ? ct_add_scalar(a, v) : ct_div_scalar(a, v);
+    if (r) ag_name_node(c10_unwrap(r), op, op == OP_mul ? "MulBackward1" : op == OP_add ? "AddBackward1" : "DivBackward1");
+    return r;
+}
+
+/* the weight [C] viewed as [1, C, 1, ...] against an input of ndim dims */
+static ct_tensor *class_view(const ct_tensor *weight, const TensorImpl *w, int ndim) {
+    int64_t shape[CT_MAX_DIMS];
+    if (ndim <= 1) return ct_view(weight, w->sizes, w->ndim);
+    for (int k = 0; k < ndim; k++) shape[k] = k == 1 ? w->sizes[0] : 1;
+    return ct_view(weight, shape, ndim);
+}
+
+/* class probabilities: -(log_softmax(x) * target' * weight) summed (over the
+ * class dim for none; divided by the rows for the mean), target' smoothed */
+static ct_tensor *ce_prob(const ct_tensor *lp, const ct_tensor *target, const ct_tensor *weight,
+                          const TensorImpl *x, const TensorImpl *w, int cls, ct_reduction reduction, double ls) {
+    int64_t C = x->sizes[cls];
+    const ct_tensor *tg = ls > 0 ? by_number(OP_add, by_number(OP_mul, target, 1 - ls), ls / (double)C) : target;
+    ct_tensor *e = ct_mul(lp, tg);
+    if (w) e = ct_mul(e, class_view(weight, w, x->ndim));
+    if (reduction == CT_REDUCTION_NONE) return ct_neg(ct_sum_dims(e, &cls, 1, false));
+    ct_tensor *sum = ct_sum(e);
+    if (reduction == CT_REDUCTION_SUM) return ct_neg(sum);
+    if (x->numel == 0) return sum && ct_fill_(sum, NAN) == 0 ? ct_neg(sum) : NULL; /* torch's NaN */
+    return by_number(OP_div, ct_neg(sum), (double)(x->numel / C));
+}
+
+/* label smoothing of class indices: (1 - ls) nll_loss + ls / C times the
+ * reduced -sum of log_softmax(x) (weighted) over the classes, 0 where ignored */
+static ct_tensor *ce_smooth(const ct_tensor *lp, const ct_tensor *target, const ct_tensor *weight,
+                            const TensorImpl *x, const TensorImpl *w, int cls, ct_reduction reduction,
+                            int64_t ignore, double ls) {
+    ct_tensor *nll = ct_nll_loss(lp, target, weight, reduction, ignore);
+    if (!nll) return NULL;
+    ct_tensor *ignored = ct_eq_scalar(target, (double)ignore);
+    ct_tensor *sm = ct_neg(ct_sum_dims(w ? ct_mul(lp, class_view(weight, w, x->ndim)) : lp, &cls, 1, false));
+    if (!sm || !ignored || ct_masked_fill_(sm, ignored, 0.0) < 0) return NULL;
+    ct_tensor *ret = sm;
+    if (reduction == CT_REDUCTION_SUM) {
+        ret = ct_sum(sm);
+    } else if (reduction == CT_REDUCTION_MEAN) { /* over the weights of the kept targets, as nll_loss */
+        ct_tensor *kept = ct_logical_not(ignored);
+        ret = ct_div(ct_sum(sm), w ? ct_sum(ct_gather(weight, 0, ct_flatten(ct_masked_select(target, kept), 0, -1)))
+                                   : ct_sum(kept));
+    }
+    return ct_add(by_number(OP_mul, nll, 1 - ls), by_number(OP_mul, ret, ls / (double)x->sizes[cls]));
+}
+
+/* torch 1.13's cross_entropy (LossNLL.cpp), a composite of these public ops:
+ * its checks in its order, then log_softmax over the class dim and nll_loss,
+ * or the class probabilities' or label smoothing's formulas. Its nodes are
+ * theirs (LogSoftmax saves its result, not the input) and so are its dtypes. */
 ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,
                             ct_reduction reduction, int64_t ignore_index, double label_smoothing) {
     TensorImpl *x = c10_unwrap(input), *t = x ? c10_unwrap(target) : NULL, *w;
     if (!t || !opt(weight, &w) || !check_reduction("cross_entropy", reduction)) return NULL;
-    if (!(label_smoothing > 0)) label_smoothing = 0; /* torch smooths only above 0 (and refuses above 1) */
-    /* class probabilities (a floating target shaped as x): torch multiplies
-     * log_softmax(x) by the target (and weight), which promotes */
-    ct_dtype d = x->dtype;
-    bool prob = c10_is_float(x->dtype) && c10_is_float(t->dtype) && x->ndim == t->ndim &&
-                !memcmp(x->sizes, t->sizes, sizeof(int64_t) * (size_t)x->ndim);
-    if (!prob && label_smoothing <= 1 && !no_grad_arg(w, "weight", nll_name(x))) return NULL; /* after its check */
-    if (prob) d = c10_promote(c10_promote(d, t->dtype), w && c10_is_float(w->dtype) ? w->dtype : d);
-    TensorImpl *xs = ag_to_dtype(x, d), *ts = ag_to_dtype(t, prob ? d : t->dtype), *ws = ag_to_dtype(w, prob ? d : w ? w->dtype : d);
-    ct_tensor *r = NULL;
-    if (xs && ts && (ws || !w)) {
-        OpArgs a = {.t = {xs, ts, ws}, .nt = 3, .i = {reduction, ignore_index}, .ni = 2, .s = {label_smoothing}};
-        r = c10_wrap(ag_call1(OP_cross_entropy, &a));
+    double ls = label_smoothing > 0 ? label_smoothing : 0; /* torch smooths only above 0 */
+    bool prob = x->ndim == t->ndim && !memcmp(x->sizes, t->sizes, sizeof(int64_t) * (size_t)x->ndim);
+    int cls = x->ndim == 1 ? 0 : 1;
+    if (prob) {
+        if (!c10_is_float(t->dtype))
+            return c10_error("cross_entropy: Expected floating point type for target with class probabilities, got %s",
+                             c10_dtype_cname(t->dtype));
+        if (ignore_index >= 0) return c10_error("cross_entropy: ignore_index is not supported for floating point target");
+        if (x->ndim == 0) return c10_error("cross_entropy: Dimension specified as 1 but tensor has no dimensions");
+        if (w && (w->ndim != 1 || w->numel != x->sizes[cls]))
+            return c10_error("cross_entropy: weight tensor should be defined either for all %lld classes or no classes "
+                             "but got weight tensor of shape: %s", (long long)x->sizes[cls], c10_shape_str(w->sizes, w->ndim));
     }
-    /* the last node of torch 1.13's composite: nll_loss's, or with class
-     * probabilities -sum (over N for the mean), with label smoothing the add of
-     * the two terms */
-    const char *node = prob ? (reduction == CT_REDUCTION_MEAN ? "DivBackward1" : "NegBackward0")
-                       : label_smoothing > 0 ? "AddBackward0" : NULL;
-    if (r && node) ag_name_node(c10_unwrap(r), OP_cross_entropy, node);
-    c10_release(xs), c10_release(ts), c10_release(ws);
-    return r;
+    bool bad = ls > 1;
+    if (bad && !prob) return c10_error("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: %g", label_smoothing);
+    ct_scope_begin();
+    ct_tensor *lp = ct_log_softmax(input, cls), *r = NULL;
+    if (lp && bad) c10_error("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: %g", label_smoothing);
+    else if (lp && prob) r = ce_prob(lp, target, weight, x, w, cls, reduction, ls);
+    else if (lp && ls > 0) r = ce_smooth(lp, target, weight, x, w, cls, reduction, ignore_index, ls);
+    else if (lp) r = ct_nll_loss(lp, target, weight, reduction, ignore_index);
+    return escape(r);
 }
 
 ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight,

@@ -12,8 +12,8 @@
  * recomputed from the saved input in the backward rather than kept as extra
  * outputs, which would cost memory for the whole life of the graph.
  * Limitations: weights (and pos_weight) are not differentiable, as in PyTorch
- * ("the derivative for 'weight' is not implemented"), but cross_entropy's with
- * class probabilities (torch's is composite there). */
+ * ("the derivative for 'weight' is not implemented"). cross_entropy and
+ * l1_loss are composites of public ops (src/autograd/api_nn.c), as torch's. */
 #include "autograd/formulas.h"
 #include "ops/nn.h"
 #include <math.h>
@@ -47,85 +47,23 @@ static TensorImpl *reduce_dims(int op, TensorImpl *x, const int *dims, int n, bo
     for (int k = 0; k < n; k++) a.i[2 + k] = dims[k];
     return F(ag_call1(op, &a));
 }
-static TensorImpl *softmax_dim(int op, TensorImpl *x, int dim) {
-    if (!x) return NULL;
-    OpArgs a = {.t = {x}, .nt = 1, .i = {dim, 0, 1}, .ni = 3};
-    return F(ag_call1(op, &a));
-}
 
 /* ---------------------------------------------------------- classification */
 
 /* The loss gradient broadcastable against the input: unsqueezed at the class
  * dim (none), divided by the weight total (mean). */
-static TensorImpl *class_gb(BackwardCtx *c, TensorImpl *x, TensorImpl *target, TensorImpl *w, bool allow_prob) {
+static TensorImpl *class_gb(BackwardCtx *c, TensorImpl *x, TensorImpl *target, TensorImpl *w) {
     int64_t reduction = c->args->i[0], ignore = c->args->i[1];
     if (reduction == CT_REDUCTION_NONE) return x->ndim > 1 ? unsqueeze(G, 1) : G;
     if (reduction == CT_REDUCTION_SUM) return G;
     ClassGeom g;
-    if (nn_class_geom(allow_prob ? "cross_entropy" : "nll_loss", x, target, w, allow_prob, &g) < 0) return NULL;
-    double D = (double)g.R;
-    if (!g.prob) {
-        TensorImpl *tc = F(nn_contig(target, CT_INT64));
-        if (!tc) return NULL;
-        D = nn_class_divisor(&g, (const int64_t *)c10_data(tc), w, ignore);
-    }
+    if (nn_class_geom("nll_loss", x, target, w, &g) < 0) return NULL;
+    TensorImpl *tc = F(nn_contig(target, CT_INT64));
+    if (!tc) return NULL;
+    double D = nn_class_divisor(&g, (const int64_t *)c10_data(tc), w, ignore);
     if (D == 0) /* every target ignored: the gradient is 0 (as PyTorch's), whatever G holds (NaN too) */
         return F(c10_scalar_tensor(0, G->dtype, G->device));
     return DIVS(G, D);
-}
-
-COLD_CODE int d_cross_entropy(BackwardCtx *c, TensorImpl **gi) {
-    TensorImpl *x = c->in[0], *target = c->in[1], *w = c->in[2];
-    int64_t reduction = c->args->i[0], ignore = c->args->i[1];
-    double eps = c->args->s[0];
-    int cls = x->ndim > 1 ? 1 : 0;
-    ClassGeom geom;
-    if (nn_class_geom("cross_entropy", x, target, w, true, &geom) < 0) return -1;
-    /* with class probabilities the loss is -(log_softmax(x) t' w) summed, t' the
-     * smoothed target, and torch differentiates it in w too; with class indices not */
-    if (!geom.prob && weight_not_differentiable(c, 2) < 0) return -1;
-    if (geom.prob && c->needs[2]) {
-        TensorImpl *ts = eps > 0 ? ADDS(MULS(target, 1 - eps), eps / (double)geom.C) : target;
-        TensorImpl *e = MUL(MUL(softmax_dim(OP_log_softmax, x, cls), ts), class_gb(c, x, target, w, true));
-        int dims[CT_MAX_DIMS], n = 0;
-        for (int d = 0; d < x->ndim; d++)
-            if (d != cls) dims[n++] = d;
-        TensorImpl *r = NEG(n ? reduce_dims(OP_sum_dims, e, dims, n, false) : e);
-        if (!r) return -1;
-        gi[2] = c10_retain(r);
-    }
-    if (c->needs[0]) {
-        if (!ag_grad_enabled()) {
-            if (nn_cross_entropy_grad(x, target, w, G, reduction, ignore, eps, false, &gi[0], NULL) < 0) return -1;
-        } else if (geom.prob) { /* (p A - w t') gb, A = sum of w t' over the classes: in x, t and w */
-            TensorImpl *wt = eps > 0 ? ADDS(MULS(target, 1 - eps), eps / (double)geom.C) : target;
-            if (w) wt = MUL(wt, channel_view(w, x->ndim));
-            int dim = cls;
-            TensorImpl *A = reduce_dims(OP_sum_dims, wt, &dim, 1, true);
-            TensorImpl *r = MUL(SUB(MUL(softmax_dim(OP_softmax, x, cls), A), wt), class_gb(c, x, target, w, true));
-            if (!r) return -1;
-            gi[0] = c10_retain(r);
-        } else {
-            TensorImpl *a = NULL, *A = NULL;
-            if (nn_cross_entropy_grad(x, target, w, G, reduction, ignore, eps, true, &a, &A) < 0) return -1;
-            F(a), F(A);
-            TensorImpl *p = softmax_dim(OP_softmax, x, cls);
-            TensorImpl *Ab = cls ? unsqueeze(A, 1) : A;
-            TensorImpl *gb = class_gb(c, x, target, w, true);
-            TensorImpl *r = MUL(SUB(MUL(p, Ab), a), gb);
-            if (!r) return -1;
-            gi[0] = c10_retain(r);
-        }
-    }
-    if (c->needs[1]) { /* class probabilities: -(1 - eps) * w * log_softmax(x) * gb */
-        TensorImpl *logp = softmax_dim(OP_log_softmax, x, cls);
-        TensorImpl *t = MULS(logp, -(1 - eps));
-        if (w) t = MUL(t, channel_view(w, x->ndim));
-        TensorImpl *r = MUL(t, class_gb(c, x, target, w, true));
-        if (!r) return -1;
-        gi[1] = c10_retain(r);
-    }
-    return 0;
 }
 
 int d_nll_loss(BackwardCtx *c, TensorImpl **gi) {
@@ -135,7 +73,7 @@ int d_nll_loss(BackwardCtx *c, TensorImpl **gi) {
     if (!c->needs[0]) return 0;
     if (!ag_grad_enabled()) return (gi[0] = nn_nll_grad(x, target, w, G, reduction, ignore, false)) ? 0 : -1;
     TensorImpl *unit = F(nn_nll_grad(x, target, w, G, reduction, ignore, true));
-    TensorImpl *r = MUL(unit, class_gb(c, x, target, w, false));
+    TensorImpl *r = MUL(unit, class_gb(c, x, target, w));
     return (gi[0] = c10_retain(r)) ? 0 : -1;
 }
 

@@ -87,23 +87,20 @@ static bool check_reduction(const char *op, int64_t r) {
 
 /* ======================================================= classification losses */
 
-/* The geometry of cross_entropy/nll_loss arguments; fills g or fails with
- * PyTorch's messages. */
+/* The geometry of nll_loss's arguments; fills g or fails with PyTorch's
+ * messages. */
 int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target, const TensorImpl *weight,
-                  bool allow_prob, ClassGeom *g) {
+                  ClassGeom *g) {
     memset(g, 0, sizeof *g);
     if (x->ndim < 1) return c10_error_int("%s: Expected 1 or more dimensions (got %d)", op, x->ndim);
     if (!at_same_device(op, x, target) || (weight && !at_same_device(op, x, weight))) return -1;
-    bool same = x->ndim == target->ndim && !memcmp(x->sizes, target->sizes, sizeof(int64_t) * (size_t)x->ndim);
     g->cls_dim = x->ndim == 1 ? 0 : 1;
     g->C = x->sizes[g->cls_dim];
     g->N = x->ndim == 1 ? 1 : x->sizes[0];
     g->inner = 1;
     for (int d = 2; d < x->ndim; d++) g->inner *= x->sizes[d];
     g->R = g->N * g->inner;
-    if (allow_prob && same) { /* their target's dtype: fwd_cross_entropy's first checks */
-        g->prob = true;
-    } else {
+    {
         if (x->ndim != 1 && target->ndim == 0) /* torch reads a 0-dim target's batch as 0 */
             return x->sizes[0] ? c10_error_int("%s: Expected input batch_size (%lld) to match target batch_size (0).",
                                                op, (long long)x->sizes[0])
@@ -137,7 +134,7 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
             }
         }
     }
-    bool path2d = !g->prob && x->ndim > 2; /* nll_loss2d: it counts the weight's elements only */
+    bool path2d = x->ndim > 2; /* nll_loss2d: it counts the weight's elements only */
     if (weight && (path2d ? weight->numel != g->C : weight->ndim != 1 || weight->numel != g->C)) {
         if (path2d) /* nll_loss2d's words */
             return c10_error_int("%s: weight tensor should be defined either for all or no classes", op);
@@ -150,9 +147,9 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
                              x->ndim <= 2 ? "nll_loss_out_frame" : "nll_loss2d_forward_out_frame",
                              c10_dtype_cname(x->dtype));
     /* nll_loss (not nll_loss2d) takes uint8 class indices too, as torch's */
-    if (!g->prob && target->dtype != CT_INT64 && !(target->dtype == CT_UINT8 && x->ndim <= 2))
+    if (target->dtype != CT_INT64 && !(target->dtype == CT_UINT8 && x->ndim <= 2))
         return c10_error_int("%s: expected scalar type Long but found %s", op, c10_dtype_cname(target->dtype));
-    if (!g->prob && weight && weight->dtype != x->dtype) /* with class indices, torch casts nothing */
+    if (weight && weight->dtype != x->dtype) /* torch casts nothing */
         return c10_error_int("%s: expected scalar type %s but found %s", op, c10_dtype_cname(x->dtype),
                              c10_dtype_cname(weight->dtype));
     /* the unreduced loss's shape: x without its class dim */
@@ -170,35 +167,8 @@ int nn_check_targets(const int64_t *t, int64_t R, int64_t C, int64_t ignore) {
     return 0;
 }
 
-/* x in row layout: a contiguous [R, C] tensor of dtype d (the class dim moved
- * last for inputs with spatial dims). */
-TensorImpl *nn_rows(const TensorImpl *x, const ClassGeom *g, ct_dtype d) {
-    if (g->inner == 1) return nn_contig(x, d);
-    int64_t perm[CT_MAX_DIMS];
-    int n = x->ndim;
-    perm[0] = 0;
-    for (int k = 2; k < n; k++) perm[k - 1] = k;
-    perm[n - 1] = 1;
-    TensorImpl *v = c10_permute(x, perm, n);
-    if (!v) return NULL;
-    TensorImpl *c = nn_contig(v, d);
-    c10_release(v);
-    return c;
-}
-
-/* The inverse of nn_rows: a [N, d.., C] contiguous tensor seen as [N, C, d..] (a view). */
-TensorImpl *nn_unrows(TensorImpl *rows, int ndim) {
-    if (ndim <= 2) return c10_retain(rows);
-    int64_t perm[CT_MAX_DIMS];
-    perm[0] = 0;
-    perm[1] = ndim - 1;
-    for (int k = 2; k < ndim; k++) perm[k] = k - 1;
-    return c10_permute(rows, perm, ndim);
-}
-
 /* Sum of the weights of the non-ignored targets (the mean's divisor). */
 double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *w, int64_t ignore) {
-    if (g->prob) return (double)g->R;
     double D = 0;
     TensorImpl *wc = w ? nn_contig(w, CT_FLOAT64) : NULL;
     const double *wp = wc ? (const double *)c10_data(wc) : NULL;
@@ -208,197 +178,7 @@ double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *
     return D;
 }
 
-/* Cross entropy works on blocks of rows: short rows (a few classes) do not fill
- * a vector, so each block's exps run as one flat loop over the block. */
-#define CE_BLOCK 2048 /* elements of a block (at least one row) */
-
-/* e[r, c] = exp((x[r, c] - m[r]) - ls[r]) (ls NULL: 0) over the rows of a block,
- * one flat exp loop. The order is torch's log_softmax's: x - m first, so that
- * large logits keep their digits, and an inf or NaN logit gives NaN. */
-#define DEF_BLOCK_EXP(T, S)                                                                               \
-    static void block_exp_##S(const T *restrict x, int64_t rows, int64_t C, const T *restrict m,         \
-                              const T *restrict ls, T *restrict e) {                                     \
-        for (int64_t r = 0; r < rows; r++)                                                                 \
-            for (int64_t c = 0; c < C; c++) e[r * C + c] = (x[r * C + c] - m[r]) - (ls ? ls[r] : 0);      \
-        OMP(omp simd) for (int64_t i = 0; i < rows * C; i++) e[i] = exp(e[i]);                      \
-    }                                                                                                      \
-    /* max and sum of a row: vectorised reductions for long rows, plain loops for short ones */          \
-    static inline T row_max_##S(const T *restrict xr, int64_t C) {                                         \
-        T m = -INFINITY;                                                                                   \
-        if (C < 16)                                                                                        \
-            for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m;                                     \
-        else                                                                                               \
-            OMP(omp simd reduction(max : m)) for (int64_t c = 0; c < C; c++) m = xr[c] > m ? xr[c] : m; \
-        return m;                                                                                          \
-    }                                                                                                      \
-    static inline T row_sum_##S(const T *restrict xr, int64_t C) {                                         \
-        T s = 0;                                                                                           \
-        if (C < 16)                                                                                        \
-            for (int64_t c = 0; c < C; c++) s += xr[c];                                                    \
-        else                                                                                               \
-            OMP(omp simd reduction(+ : s)) for (int64_t c = 0; c < C; c++) s += xr[c];               \
-        return s;                                                                                          \
-    }                                                                                                      \
-    /* m[r] = max(x[r, :]), ls[r] = log(sum(exp(x[r, :] - m[r]))): log_softmax is
-     * (x - m) - ls. e: scratch of the block's size */                                                  \
-    static void block_lse_##S(const T *restrict x, int64_t rows, int64_t C, T *restrict e, T *restrict ls, \
-                              T *restrict m) {                                                           \
-        for (int64_t r = 0; r < rows; r++) m[r] = row_max_##S(x + r * C, C);                              \
-        block_exp_##S(x, rows, C, m, NULL, e);                                                             \
-        for (int64_t r = 0; r < rows; r++) ls[r] = row_sum_##S(e + r * C, C);                              \
-        OMP(omp simd) for (int64_t r = 0; r < rows; r++) ls[r] = log(ls[r]);                         \
-    }
-DEF_BLOCK_EXP(float, f32)
-DEF_BLOCK_EXP(double, f64)
-
-/* Rows per block, and the per-thread scratch of a block: e (rows * C), then
- * each row's max and log-sum (rows each). */
-static int64_t ce_block_rows(int64_t R, int64_t C) {
-    int64_t br = C > 0 && C < CE_BLOCK ? CE_BLOCK / C : 1;
-    return br < R ? br : (R > 0 ? R : 1);
-}
-static size_t ce_scratch(int64_t br, int64_t C, size_t es) { return (size_t)(br * (C + 2) + 1) * es; }
-
-/* Per-row cross entropy. x: [R, C] rows; tgt: R indices or tp: [R, C]
- * probabilities; w: C weights or NULL. Writes loss[R] (double). Returns 0, or
- * -1 when out of memory. */
-#define DEF_CE_FWD(T, S)                                                                                 \
-    static int ce_fwd_##S(const T *restrict x, int64_t R, int64_t C, const int64_t *restrict tgt,        \
-                          const T *restrict tp, const T *restrict w, int64_t ignore, double eps,          \
-                          double *restrict loss) {                                                        \
-        const T ec = (T)(eps / (double)C), keep = (T)(1 - eps);                                           \
-        const int64_t br = ce_block_rows(R, C), nb = (R + br - 1) / br;                                   \
-        int fail = 0;                                                                                      \
-        OMP(omp parallel if (R * C > GRAIN) reduction(| : fail)) {                                  \
-            size_t sz = ce_scratch(br, C, sizeof(T));                                                      \
-            T *e = c10_alloc(sz), *lb = e ? e + br * C : NULL;                                             \
-            fail = !e;                                                                                     \
-            OMP(omp for schedule(static)) for (int64_t b = 0; b < nb; b++) {                        \
-                if (!e) continue;                                                                          \
-                int64_t r0 = b * br, r1 = r0 + br < R ? r0 + br : R;                                       \
-                block_lse_##S(x + r0 * C, r1 - r0, C, e, lb + br, lb);                                              \
-                for (int64_t r = r0; r < r1; r++) {                                                        \
-                    const T *restrict xr = x + r * C;                                                     \
-                    T m = lb[r - r0], ls = lb[br + r - r0]; /* -log_softmax = ls - (x - m) */              \
-                    double l = 0;                                                                          \
-                    if (tp) {                                                                              \
-                        const T *restrict pr = tp + r * C;                                                \
-                        T acc = 0;                                                                         \
-                        if (w)                                                                             \
-                            OMP(omp simd reduction(+ : acc)) for (int64_t c = 0; c < C; c++)        \
-                                acc += (pr[c] * keep + ec) * w[c] * (ls - (xr[c] - m));                   \
-                        else                                                                               \
-                            OMP(omp simd reduction(+ : acc)) for (int64_t c = 0; c < C; c++)        \
-                                acc += (pr[c] * keep + ec) * (ls - (xr[c] - m));                           \
-                        l = (double)acc;                                                                   \
-                    } else if (tgt[r] != ignore) {                                                         \
-                        int64_t y = tgt[r];                                                                \
-                        T wy = w ? w[y] : (T)1;                                                            \
-                        T acc = keep * wy * (ls - (xr[y] - m));                                            \
-                        if (eps > 0) {                                                                     \
-                            T sm = 0;                                                                      \
-                            if (w)                                                                         \
-                                OMP(omp simd reduction(+ : sm)) for (int64_t c = 0; c < C; c++)     \
-                                    sm += w[c] * (ls - (xr[c] - m));                                       \
-                            else                                                                           \
-                                OMP(omp simd reduction(+ : sm)) for (int64_t c = 0; c < C; c++)     \
-                                    sm += ls - (xr[c] - m);                                                \
-                            acc += ec * sm;                                                                \
-                        }                                                                                  \
-                        l = (double)acc;                                                                   \
-                    }                                                                                      \
-                    loss[r] = l;                                                                           \
-                }                                                                                          \
-            }                                                                                              \
-            if (e) c10_dealloc(e, sz);                                                                     \
-        }                                                                                                  \
-        return fail ? c10_error_int("out of memory") : 0;                                                  \
-    }
-DEF_CE_FWD(float, f32)
-COLD_BEGIN /* float64: for size */
-DEF_CE_FWD(double, f64)
-COLD_END
-
-/* Cross entropy's gradient (or coefficients). x [R, C] rows; gb: R
- * per-row scales (or NULL: the scalar gs). Writes gx[r, c] = (softmax * A - a) * gb,
- * where a[r, c] is the target's weight on class c and A its row sum. With
- * coef, writes a into gx and A into Aout instead (x unused). softmax is
- * exp((x - max) - logsum), as torch's log_softmax backward has it. Returns 0, or -1 when
- * out of memory. */
-#define DEF_CE_BWD(T, S)                                                                                 \
-    static int ce_bwd_##S(const T *restrict x, int64_t R, int64_t C, const int64_t *restrict tgt,         \
-                          const T *restrict tp, const T *restrict w, int64_t ignore, double eps,          \
-                          const T *restrict gb, T gs, T *restrict gx, bool coef, T *restrict Aout) {      \
-        const T ec = (T)(eps / (double)C), keep = (T)(1 - eps);                                           \
-        T W = (T)C;                                                                                        \
-        if (w) {                                                                                           \
-            W = 0;                                                                                         \
-            for (int64_t c = 0; c < C; c++) W += w[c];                                                    \
-        }                                                                                                  \
-        const int64_t br = ce_block_rows(R, C), nb = (R + br - 1) / br;                                   \
-        int fail = 0;                                                                                      \
-        OMP(omp parallel if (R * C > GRAIN) reduction(| : fail)) {                                  \
-            size_t sz = coef ? 0 : ce_scratch(br, C, sizeof(T));                                           \
-            T *e = coef ? NULL : c10_alloc(sz), *lb = e ? e + br * C : NULL;                               \
-            fail = !coef && !e;                                                                            \
-            OMP(omp for schedule(static)) for (int64_t b = 0; b < nb; b++) {                        \
-                if (!coef && !e) continue;                                                                 \
-                int64_t r0 = b * br, r1 = r0 + br < R ? r0 + br : R;                                       \
-                if (!coef) { /* e = softmax of the block's rows */                                        \
-                    block_lse_##S(x + r0 * C, r1 - r0, C, e, lb + br, lb);                                          \
-                    block_exp_##S(x + r0 * C, r1 - r0, C, lb, lb + br, e);                                 \
-                }                                                                                          \
-                for (int64_t r = r0; r < r1; r++) {                                                        \
-                    T *restrict o = gx + r * C;                                                            \
-                    const T *restrict sm = coef ? NULL : e + (r - r0) * C;                                 \
-                    T g = gb ? gb[r] : gs;                                                                 \
-                    if (tp) {                                                                              \
-                        const T *restrict pr = tp + r * C;                                                \
-                        T A = 0;                                                                           \
-                        for (int64_t c = 0; c < C; c++) A += (pr[c] * keep + ec) * (w ? w[c] : (T)1);     \
-                        if (coef) {                                                                        \
-                            for (int64_t c = 0; c < C; c++) o[c] = (pr[c] * keep + ec) * (w ? w[c] : (T)1); \
-                            Aout[r] = A;                                                                   \
-                            continue;                                                                      \
-                        }                                                                                  \
-                        for (int64_t c = 0; c < C; c++)                                                    \
-                            o[c] = (sm[c] * A - (pr[c] * keep + ec) * (w ? w[c] : (T)1)) * g;             \
-                        continue;                                                                          \
-                    }                                                                                      \
-                    int64_t y = tgt[r];                                                                    \
-                    if (y == ignore) { /* torch's 0 - softmax * 0, and its smoothing's 0 * w: NaN where */ \
-                        T z = ec != 0 ? W * (T)0 : (T)0;      /* the row's logits or the weights are */     \
-                        for (int64_t c = 0; c < C; c++) o[c] = coef ? z : z - sm[c] * (T)0;                \
-                        if (coef) Aout[r] = 0;                                                             \
-                        continue;                                                                          \
-                    }                                                                                      \
-                    T wy = w ? w[y] : (T)1;                                                                \
-                    T A = ec != 0 ? keep * wy + ec * W : wy; /* without smoothing only w[y] is read */     \
-                    if (coef) {                                                                            \
-                        for (int64_t c = 0; c < C; c++) o[c] = ec != 0 ? ec * (w ? w[c] : (T)1) : (T)0;   \
-                        o[y] += keep * wy;                                                                 \
-                        Aout[r] = A;                                                                       \
-                        continue;                                                                          \
-                    }                                                                                      \
-                    T gA = g * A, ge = g * ec;                                                             \
-                    if (w && ec != 0)                                                                      \
-                        for (int64_t c = 0; c < C; c++) o[c] = sm[c] * gA - ge * w[c];                     \
-                    else                                                                                   \
-                        for (int64_t c = 0; c < C; c++) o[c] = sm[c] * gA - ge;                            \
-                    o[y] -= g * keep * wy;                                                                 \
-                }                                                                                          \
-            }                                                                                              \
-            if (e) c10_dealloc(e, sz);                                                                     \
-        }                                                                                                  \
-        return fail ? c10_error_int("out of memory") : 0;                                                  \
-    }
-DEF_CE_BWD(float, f32)
-COLD_BEGIN /* float64: for size */
-DEF_CE_BWD(double, f64)
-COLD_END
-
-/* Loads class-loss operands: target contiguous (int64 or opmath probabilities
- * in row layout), weight contiguous opmath. */
+/* Loads nll_loss's operands: x and weight contiguous opmath, target int64. */
 typedef struct {
     TensorImpl *x, *tgt, *w; /* new references (tgt/w may be NULL) */
 } ClassOperands;
@@ -410,16 +190,16 @@ static void operands_release(ClassOperands *o) {
 }
 
 static int load_operands(const ClassGeom *g, const TensorImpl *x, const TensorImpl *target, const TensorImpl *w,
-                         ct_dtype cd, bool rows, int64_t ignore, ClassOperands *o) {
+                         ct_dtype cd, int64_t ignore, ClassOperands *o) {
     memset(o, 0, sizeof *o);
-    o->x = rows ? nn_rows(x, g, cd) : nn_contig(x, cd);
-    o->tgt = g->prob ? nn_rows(target, g, cd) : nn_contig(target, CT_INT64);
+    o->x = nn_contig(x, cd);
+    o->tgt = nn_contig(target, CT_INT64);
     o->w = w ? nn_contig(w, cd) : NULL;
     if (!o->x || !o->tgt || (w && !o->w)) {
         operands_release(o);
         return -1;
     }
-    if (!g->prob && nn_check_targets((const int64_t *)c10_data(o->tgt), g->R, g->C, ignore) < 0) {
+    if (nn_check_targets((const int64_t *)c10_data(o->tgt), g->R, g->C, ignore) < 0) {
         operands_release(o);
         return -1;
     }
@@ -439,149 +219,6 @@ static TensorImpl *finish_loss(const double *loss, const ClassGeom *g, int64_t r
     return c10_scalar_tensor(s, dt, dev);
 }
 
-/* What torch's cross_entropy looks at before nll_loss's checks: with class
- * probabilities (the input's shape) the target's dtype, ignore_index, the
- * class dim and the weight's size; then log_softmax of the input over the
- * class dim (which names its kernel for a non-empty integer input). */
-static int ce_first_checks(const TensorImpl *x, const TensorImpl *t, const TensorImpl *w, int64_t ignore) {
-    if (x->ndim == t->ndim && !memcmp(x->sizes, t->sizes, sizeof(int64_t) * (size_t)x->ndim)) {
-        if (!c10_is_float(t->dtype))
-            return c10_error_int("cross_entropy: Expected floating point type for target with class probabilities, "
-                                 "got %s", c10_dtype_cname(t->dtype));
-        if (ignore >= 0) return c10_error_int("cross_entropy: ignore_index is not supported for floating point target");
-        if (x->ndim == 0) return c10_error_int("cross_entropy: Dimension specified as 1 but tensor has no dimensions");
-        int64_t C = x->sizes[x->ndim == 1 ? 0 : 1];
-        if (w && (w->ndim != 1 || w->numel != C))
-            return c10_error_int("cross_entropy: weight tensor should be defined either for all %lld classes or no "
-                                 "classes but got weight tensor of shape: %s", (long long)C,
-                                 c10_shape_str(w->sizes, w->ndim));
-    } else if (x->ndim == 0) {
-        return c10_error_int("cross_entropy: Dimension out of range (expected to be in range of [-1, 0], but got 1)");
-    }
-    if (!c10_is_float(x->dtype) && x->numel > 0 && x->device != CT_META)
-        return c10_error_int("cross_entropy: \"%s\" not implemented for '%s'",
-                             x->ndim <= 2 ? "log_softmax_lastdim_kernel_impl" : "softmax_kernel_impl",
-                             c10_dtype_cname(x->dtype));
-    return 0;
-}
-
-static int smoothing_error(double eps) {
-    return c10_error_int("cross_entropy: label_smoothing must be between 0.0 and 1.0. Got: %g", eps);
-}
-
-/* t[0] input (logits) [C] / [N, C] / [N, C, d...]; t[1] target: int64 class
- * indices of the loss's shape, or class probabilities of the input's shape;
- * t[2] weight [C] or NULL. i: reduction, ignore_index. s: label_smoothing.
- * out[0] the loss (input's dtype). */
-int fwd_cross_entropy(int op, const OpArgs *a, TensorImpl **out) {
-    (void)op;
-    const TensorImpl *x = a->t[0], *target = a->t[1], *w = a->t[2];
-    int64_t reduction = a->i[0], ignore = a->i[1];
-    double eps = a->s[0];
-    if (!check_reduction("cross_entropy", reduction)) return -1;
-    /* (the API takes a negative or NaN one as 0, as torch); torch checks it
-     * first with class indices, after ce_first_checks with probabilities */
-    bool prob = x->ndim == target->ndim && !memcmp(x->sizes, target->sizes, sizeof(int64_t) * (size_t)x->ndim);
-    bool bad = !(eps >= 0 && eps <= 1);
-    if (bad && !prob) return smoothing_error(eps);
-    if (ce_first_checks(x, target, w, ignore) < 0) return -1;
-    if (bad) return smoothing_error(eps);
-    ClassGeom g;
-    if (nn_class_geom("cross_entropy", x, target, w, true, &g) < 0) return -1;
-    ct_dtype cd = c10_opmath(x->dtype);
-    int64_t R = g.R;
-    if (x->device == CT_META) ONE(finish_loss(NULL, &g, reduction, 1, x->dtype, CT_META));
-    ClassOperands o;
-    if (load_operands(&g, x, target, w, cd, true, ignore, &o) < 0) return -1;
-    double *loss = malloc((size_t)(R ? R : 1) * sizeof *loss);
-    if (!loss) {
-        operands_release(&o);
-        return c10_error_int("out of memory");
-    }
-    const int64_t *ti = g.prob ? NULL : (const int64_t *)c10_data(o.tgt);
-    int rc;
-    if (cd == CT_FLOAT32)
-        rc = ce_fwd_f32((const float *)c10_data(o.x), R, g.C, ti, g.prob ? (const float *)c10_data(o.tgt) : NULL,
-                   o.w ? (const float *)c10_data(o.w) : NULL, ignore, eps, loss);
-    else
-        rc = ce_fwd_f64((const double *)c10_data(o.x), R, g.C, ti, g.prob ? (const double *)c10_data(o.tgt) : NULL,
-                        o.w ? (const double *)c10_data(o.w) : NULL, ignore, eps, loss);
-    double D = reduction == CT_REDUCTION_MEAN ? nn_class_divisor(&g, ti, w, ignore) : 1;
-    if (g.C == 0) { /* no classes: torch's smoothing term and probabilities' mean divide 0 by 0 */
-        for (int64_t r = 0; eps > 0 && !g.prob && r < R; r++) loss[r] = NAN;
-        if (g.prob) D = NAN;
-    }
-    TensorImpl *res = rc ? NULL : finish_loss(loss, &g, reduction, D, x->dtype, x->device);
-    if (res && g.C == 0 && eps > 0 && !g.prob && reduction != CT_REDUCTION_NONE) c10_fill(res, NAN); /* no rows too */
-    if (res && reduction == CT_REDUCTION_MEAN && !g.prob && D == 0) /* torch's nll term is 0 / 0 beside the smoothing's */
-        c10_fill(res, NAN);
-    free(loss);
-    operands_release(&o);
-    ONE(res);
-}
-
-/* The fused first-order gradient of cross_entropy wrt its input, or (coef) the
- * constant coefficients a (input's shape) and A (loss's shape) of the
- * composite formula. gout: the loss's gradient. */
-int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w, const TensorImpl *gout, int64_t reduction, int64_t ignore, double eps, bool coef,
-                          TensorImpl **gx, TensorImpl **Aout) {
-    ClassGeom g;
-    if (nn_class_geom("cross_entropy", x, target, w, true, &g) < 0) return -1;
-    ct_dtype cd = c10_opmath(x->dtype);
-    int64_t rshape[CT_MAX_DIMS];
-    int rn = 0;
-    rshape[rn++] = g.N;
-    for (int d = 2; d < x->ndim; d++) rshape[rn++] = x->sizes[d];
-    rshape[rn++] = g.C;
-    if (x->ndim == 1) rn = 1, rshape[0] = g.C;
-    TensorImpl *gr = c10_empty(rshape, rn, cd, x->device);
-    TensorImpl *A = coef ? c10_empty(g.lshape, g.lndim, cd, x->device) : NULL;
-    if (!gr || (coef && !A)) goto fail;
-    if (x->device != CT_META && g.R * g.C > 0) {
-        ClassOperands o;
-        if (load_operands(&g, x, target, w, cd, true, ignore, &o) < 0) goto fail;
-        const int64_t *ti = g.prob ? NULL : (const int64_t *)c10_data(o.tgt);
-        double gs = 1;
-        TensorImpl *gbt = NULL;
-        if (!coef) {
-            if (reduction == CT_REDUCTION_NONE) {
-                if (!(gbt = nn_contig(gout, cd))) {
-                    operands_release(&o);
-                    goto fail;
-                }
-            } else {
-                gs = c10_get(gout, 0);
-                if (reduction == CT_REDUCTION_MEAN) gs /= nn_class_divisor(&g, ti, w, ignore);
-            }
-        }
-#define CE_BWD_CALL(T, S)                                                                                      \
-    ce_bwd_##S(coef ? NULL : (const T *)c10_data(o.x), g.R, g.C, ti,                                             \
-               g.prob ? (const T *)c10_data(o.tgt) : NULL, o.w ? (const T *)c10_data(o.w) : NULL, ignore, eps,   \
-               gbt ? (const T *)c10_data(gbt) : NULL, (T)gs, (T *)c10_data(gr), coef,                            \
-               A ? (T *)c10_data(A) : NULL)
-        int rc = cd == CT_FLOAT32 ? CE_BWD_CALL(float, f32) : CE_BWD_CALL(double, f64);
-#undef CE_BWD_CALL
-        c10_release(gbt);
-        operands_release(&o);
-        if (rc) goto fail;
-    } else if (x->device != CT_META) {
-        c10_fill(gr, 0);
-        if (A) c10_fill(A, 0);
-    }
-    TensorImpl *v = nn_unrows(gr, x->ndim);
-    c10_release(gr);
-    gr = NULL;
-    v = convert_owned(v, x->dtype);
-    if (!v) goto fail;
-    *gx = v;
-    if (Aout) *Aout = convert_owned(A, x->dtype);
-    return 0;
-fail:
-    c10_release(gr);
-    c10_release(A);
-    return -1;
-}
-
 /* ----------------------------------------------------------------- nll_loss */
 
 /* t[0] input (log-probabilities) [C] / [N, C] / [N, C, d...]; t[1] target int64
@@ -592,11 +229,11 @@ int fwd_nll_loss(int op, const OpArgs *a, TensorImpl **out) {
     int64_t reduction = a->i[0], ignore = a->i[1];
     if (!check_reduction("nll_loss", reduction)) return -1;
     ClassGeom g;
-    if (nn_class_geom("nll_loss", x, target, w, false, &g) < 0) return -1;
+    if (nn_class_geom("nll_loss", x, target, w, &g) < 0) return -1;
     if (x->device == CT_META) ONE(finish_loss(NULL, &g, reduction, 1, x->dtype, CT_META));
     ct_dtype cd = c10_opmath(x->dtype);
     ClassOperands o;
-    if (load_operands(&g, x, target, w, cd, false, ignore, &o) < 0) return -1;
+    if (load_operands(&g, x, target, w, cd, ignore, &o) < 0) return -1;
     double *loss = malloc((size_t)(g.R ? g.R : 1) * sizeof *loss);
     if (!loss) {
         operands_release(&o);
@@ -626,7 +263,7 @@ int fwd_nll_loss(int op, const OpArgs *a, TensorImpl **out) {
 TensorImpl *nn_nll_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w, const TensorImpl *gout,
                         int64_t reduction, int64_t ignore, bool unit) {
     ClassGeom g;
-    if (nn_class_geom("nll_loss", x, target, w, false, &g) < 0) return NULL;
+    if (nn_class_geom("nll_loss", x, target, w, &g) < 0) return NULL;
     ct_dtype cd = c10_opmath(x->dtype);
     TensorImpl *gx = c10_full(x->sizes, x->ndim, 0, cd, x->device);
     if (!gx || x->device == CT_META || g.R == 0) return convert_owned(gx, x->dtype);

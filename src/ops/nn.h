@@ -3,12 +3,11 @@
 #define CT_OPS_NN_H
 #include "ops/ops.h"
 
-/* Geometry of a classification loss: input [N, C, d...] seen as R = N * prod(d)
+/* Geometry of nll_loss: input [N, C, d...] seen as R = N * prod(d)
  * rows of C classes. */
 typedef struct {
     int64_t N, C, inner, R;
     int cls_dim;                 /* 0 for a 1-d input, else 1 */
-    bool prob;                   /* class-probability targets */
     int64_t lshape[CT_MAX_DIMS]; /* the unreduced loss's shape */
     int lndim;
 } ClassGeom;
@@ -16,14 +15,9 @@ typedef struct {
 CT_INTERNAL TensorImpl *nn_contig(const TensorImpl *t, ct_dtype d);
 CT_INTERNAL const char *nn_reduction_name(int64_t r);
 CT_INTERNAL int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target, const TensorImpl *weight,
-                              bool allow_prob, ClassGeom *g);
+                              ClassGeom *g);
 CT_INTERNAL int nn_check_targets(const int64_t *t, int64_t R, int64_t C, int64_t ignore);
-CT_INTERNAL TensorImpl *nn_rows(const TensorImpl *x, const ClassGeom *g, ct_dtype d);
-CT_INTERNAL TensorImpl *nn_unrows(TensorImpl *rows, int ndim);
 CT_INTERNAL double nn_class_divisor(const ClassGeom *g, const int64_t *t, const TensorImpl *w, int64_t ignore);
-CT_INTERNAL int nn_cross_entropy_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w,
-                                      const TensorImpl *gout, int64_t reduction, int64_t ignore,
-                                      double eps, bool coef, TensorImpl **gx, TensorImpl **Aout);
 CT_INTERNAL TensorImpl *nn_nll_grad(const TensorImpl *x, const TensorImpl *target, const TensorImpl *w,
                                     const TensorImpl *gout, int64_t reduction, int64_t ignore, bool unit);
 CT_INTERNAL int nn_pw_check(int op, const OpArgs *a, ct_dtype *cd);

@@ -45,6 +45,7 @@ for row in [
     ("ct_matmul", T, [CT, CT]),
     ("ct_linear", T, [CT, CT, CT]),
     ("ct_l1_loss", T, [CT, CT, c_int]),
+    ("ct_cross_entropy", T, [CT, CT, CT, c_int, ct.c_int64, c_double]),
     ("ct_add_scalar_", c_int, [T, c_double]),
 ]:
     ct.declare(*row)
@@ -685,7 +686,8 @@ def test_in_place_writes_of_what_torch_saves():
     use only their shapes: torch 1.13's nodes do, so an in-place write of that input
     between forward and backward fails (or not) as torch's, in its words; l1_loss
     saves neither input nor target, so writing one is no error; outer saves a's
-    column view"""
+    column view, and
+    cross_entropy neither (its log_softmax saves its result)"""
     ix = torch.tensor([[0, 2], [1, 0]])
     mask = torch.tensor([True, False, True])
     F = torch.nn.functional
@@ -710,6 +712,14 @@ def test_in_place_writes_of_what_torch_saves():
         for k, (sx, st) in enumerate([((2, 3), (3,)), ((2, 3), (2, 1))]):
             cases.append((f"l1_loss {rname}", [sx, st], lambda x, t, r=rname: F.l1_loss(x, t, reduction=r),
                           lambda x, t, r=red: lib.ct_l1_loss(x, t, r), k))
+    # cross_entropy is log_softmax then nll_loss (or the probabilities' or smoothing's
+    # formulas): LogSoftmax saves its result, so writing the input is no error
+    ci, cp = torch.tensor([0, 3, 1]), torch.rand(3, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    for tgt, ls, red in [(ci, 0.0, 1), (ci, 0.2, 1), (ci, 0.2, 0), (cp, 0.0, 1), (cp, 0.1, 2)]:
+        rname = ("none", "mean", "sum")[red]
+        cases.append((f"cross_entropy {tgt.dtype} ls {ls} {rname}", [(3, 4)],
+                      lambda x, t=tgt, s=ls, r=rname: F.cross_entropy(x, t, reduction=r, label_smoothing=s),
+                      lambda x, t=tgt, s=ls, r=red: lib.ct_cross_entropy(x, ct.from_torch(t), None, r, -100, s), 0))
     # outer is a.reshape(-1, 1) * b: Mul saves the column view of a (its shape in the message)
     for k in range(2):
         cases.append(("outer", [(3,), (4,)], torch.outer, lib.ct_outer, k))
