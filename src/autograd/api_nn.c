@@ -67,7 +67,9 @@ static ct_tensor *ce_prob(const ct_tensor *lp, const ct_tensor *target, const ct
 }
 
 /* label smoothing of class indices: (1 - ls) nll_loss + ls / C times the
- * reduced -sum of log_softmax(x) (weighted) over the classes, 0 where ignored */
+ * reduced -sum of log_softmax(x) (weighted) over the classes, 0 where ignored;
+ * unweighted, the mean is 1.13's masked_select(kept).mean() (its bits, and its
+ * refusal on the meta device), not a later torch's sum / count */
 static ct_tensor *ce_smooth(const ct_tensor *lp, const ct_tensor *target, const ct_tensor *weight,
                             const TensorImpl *x, const TensorImpl *w, int cls, ct_reduction reduction,
                             int64_t ignore, double ls) {
@@ -79,10 +81,10 @@ static ct_tensor *ce_smooth(const ct_tensor *lp, const ct_tensor *target, const 
     ct_tensor *ret = sm;
     if (reduction == CT_REDUCTION_SUM) {
         ret = ct_sum(sm);
-    } else if (reduction == CT_REDUCTION_MEAN) { /* over the weights of the kept targets, as nll_loss */
+    } else if (reduction == CT_REDUCTION_MEAN) { /* over the kept targets (their weights), as nll_loss */
         ct_tensor *kept = ct_logical_not(ignored);
-        ret = ct_div(ct_sum(sm), w ? ct_sum(ct_gather(weight, 0, ct_flatten(ct_masked_select(target, kept), 0, -1)))
-                                   : ct_sum(kept));
+        ret = w ? ct_div(ct_sum(sm), ct_sum(ct_gather(weight, 0, ct_flatten(ct_masked_select(target, kept), 0, -1))))
+                : ct_mean(ct_masked_select(sm, kept));
     }
     return ct_add(by_number(OP_mul, nll, 1 - ls), by_number(OP_mul, ret, ls / (double)x->sizes[cls]));
 }
