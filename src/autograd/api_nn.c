@@ -43,11 +43,11 @@ static ct_tensor *by_number(int op, const ct_tensor *a, double v) {
     return r;
 }
 
-/* the weight [C] viewed as [1, C, 1, ...] against an input of ndim dims */
+/* the weight [C] viewed as [1, C, 1, ...] against an input of ndim dims ([C]
+ * for a 1-d one) */
 static ct_tensor *class_view(const ct_tensor *weight, const TensorImpl *w, int ndim) {
     int64_t shape[CT_MAX_DIMS];
-    if (ndim <= 1) return ct_view(weight, w->sizes, w->ndim);
-    for (int k = 0; k < ndim; k++) shape[k] = k == 1 ? w->sizes[0] : 1;
+    for (int k = 0; k < ndim; k++) shape[k] = k == (ndim > 1) ? w->sizes[0] : 1;
     return ct_view(weight, shape, ndim);
 }
 
@@ -58,7 +58,7 @@ static ct_tensor *ce_prob(const ct_tensor *lp, const ct_tensor *target, const ct
     int64_t C = x->sizes[cls];
     const ct_tensor *tg = ls > 0 ? by_number(OP_add, by_number(OP_mul, target, 1 - ls), ls / (double)C) : target;
     ct_tensor *e = ct_mul(lp, tg);
-    if (w) e = ct_mul(e, class_view(weight, w, x->ndim));
+    if (w) e = ct_mul(e, x->ndim > 1 ? class_view(weight, w, x->ndim) : weight); /* 1-d: the weight itself */
     if (reduction == CT_REDUCTION_NONE) return ct_neg(ct_sum_dims(e, &cls, 1, false));
     ct_tensor *sum = ct_sum(e);
     if (reduction == CT_REDUCTION_SUM) return ct_neg(sum);

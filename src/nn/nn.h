@@ -11,15 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* Ends the scope opened by the caller and returns r (a handle of that scope) as
- * a handle of the enclosing scope (or the caller's, when none is open). */
-static inline ct_tensor *nn_escape(ct_tensor *r) {
-    TensorImpl *t = r ? c10_unwrap(r) : NULL;
-    if (t) c10_retain(t);
-    ct_scope_end();
-    return t ? c10_wrap(t) : NULL;
-}
-
 /* A new handle (of the current scope) to the same tensor as h. */
 static inline ct_tensor *nn_same(const ct_tensor *h) {
     TensorImpl *t = c10_unwrap(h);
