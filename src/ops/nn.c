@@ -100,38 +100,36 @@ int nn_class_geom(const char *op, const TensorImpl *x, const TensorImpl *target,
     g->inner = 1;
     for (int d = 2; d < x->ndim; d++) g->inner *= x->sizes[d];
     g->R = g->N * g->inner;
-    {
-        if (x->ndim != 1 && target->ndim == 0) /* torch reads a 0-dim target's batch as 0 */
-            return x->sizes[0] ? c10_error_int("%s: Expected input batch_size (%lld) to match target batch_size (0).",
-                                               op, (long long)x->sizes[0])
-                               : c10_error_int("%s: Dimension specified as 0 but tensor has no dimensions", op);
-        if (x->ndim != 1 && target->ndim > 0 && x->sizes[0] != target->sizes[0])
-            return c10_error_int("%s: Expected input batch_size (%lld) to match target batch_size (%lld).", op,
-                                 (long long)x->sizes[0], (long long)target->sizes[0]);
-        if (x->ndim <= 2) {
-            if (target->ndim > 1)
-                return c10_error_int("%s: 0D or 1D target tensor expected, multi-target not supported", op);
-            bool no_batch = x->ndim == 1 && target->ndim == 0;
-            if (!no_batch && (target->ndim == 0 || x->sizes[0] != target->sizes[0]))
-                return c10_error_int("%s: size mismatch (got input: %s, target: %s)", op,
-                                     c10_shape_str(x->sizes, x->ndim), c10_shape_str(target->sizes, target->ndim));
-        } else if (x->ndim == 4) {
-            if (target->ndim != 3)
-                return c10_error_int("%s: only batches of spatial targets supported (3D tensors) but got targets of "
-                                     "dimension: %d", op, target->ndim);
-            if (x->sizes[0] != target->sizes[0] || x->sizes[2] != target->sizes[1] || x->sizes[3] != target->sizes[2])
-                return c10_error_int("%s: size mismatch (got input: %s, target: %s)", op,
-                                     c10_shape_str(x->sizes, x->ndim), c10_shape_str(target->sizes, target->ndim));
-        } else {
-            bool ok = target->ndim == x->ndim - 1;
-            for (int d = 1; ok && d < target->ndim; d++) ok = target->sizes[d] == x->sizes[d + 1];
-            if (!ok) {
-                int64_t want[CT_MAX_DIMS];
-                want[0] = x->sizes[0];
-                for (int d = 2; d < x->ndim; d++) want[d - 1] = x->sizes[d];
-                return c10_error_int("%s: Expected target size %s, got %s", op, c10_shape_str(want, x->ndim - 1),
-                                     c10_shape_str(target->sizes, target->ndim));
-            }
+    if (x->ndim != 1 && target->ndim == 0) /* torch reads a 0-dim target's batch as 0 */
+        return x->sizes[0] ? c10_error_int("%s: Expected input batch_size (%lld) to match target batch_size (0).",
+                                           op, (long long)x->sizes[0])
+                           : c10_error_int("%s: Dimension specified as 0 but tensor has no dimensions", op);
+    if (x->ndim != 1 && target->ndim > 0 && x->sizes[0] != target->sizes[0])
+        return c10_error_int("%s: Expected input batch_size (%lld) to match target batch_size (%lld).", op,
+                             (long long)x->sizes[0], (long long)target->sizes[0]);
+    if (x->ndim <= 2) {
+        if (target->ndim > 1)
+            return c10_error_int("%s: 0D or 1D target tensor expected, multi-target not supported", op);
+        bool no_batch = x->ndim == 1 && target->ndim == 0;
+        if (!no_batch && (target->ndim == 0 || x->sizes[0] != target->sizes[0]))
+            return c10_error_int("%s: size mismatch (got input: %s, target: %s)", op,
+                                 c10_shape_str(x->sizes, x->ndim), c10_shape_str(target->sizes, target->ndim));
+    } else if (x->ndim == 4) {
+        if (target->ndim != 3)
+            return c10_error_int("%s: only batches of spatial targets supported (3D tensors) but got targets of "
+                                 "dimension: %d", op, target->ndim);
+        if (x->sizes[0] != target->sizes[0] || x->sizes[2] != target->sizes[1] || x->sizes[3] != target->sizes[2])
+            return c10_error_int("%s: size mismatch (got input: %s, target: %s)", op,
+                                 c10_shape_str(x->sizes, x->ndim), c10_shape_str(target->sizes, target->ndim));
+    } else {
+        bool ok = target->ndim == x->ndim - 1;
+        for (int d = 1; ok && d < target->ndim; d++) ok = target->sizes[d] == x->sizes[d + 1];
+        if (!ok) {
+            int64_t want[CT_MAX_DIMS];
+            want[0] = x->sizes[0];
+            for (int d = 2; d < x->ndim; d++) want[d - 1] = x->sizes[d];
+            return c10_error_int("%s: Expected target size %s, got %s", op, c10_shape_str(want, x->ndim - 1),
+                                 c10_shape_str(target->sizes, target->ndim));
         }
     }
     bool path2d = x->ndim > 2; /* nll_loss2d: it counts the weight's elements only */
