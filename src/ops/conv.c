@@ -5,7 +5,8 @@
  * then out[n, g] = W[g] @ col. The batch is spread over OpenMP threads, each
  * with its own col buffer and a single-threaded BLAS gemm (a single sample
  * runs serially with BLAS's own threads); 1x1 kernels with unit stride and no
- * padding skip im2col. The backward passes are ops too, so that they can be
+ * padding skip im2col (float32 strides of 2 or more gather it through a
+ * table of offsets). The backward passes are ops too, so that they can be
  * differentiated again:
  *   conv_backward_input:  col = W[g]^T @ grad, then col2im (scatter-add);
  *   conv_backward_weight: grad @ col^T summed over the batch (per-thread
@@ -269,6 +270,41 @@ static bool im2col_row_f32(float *dst, const float *row, int64_t woff, int64_t s
 IM2COL(f32, float, im2col_row_f32)
 IM2COL(f64, double, im2col_row_plain)
 IM2COL(i64, int64_t, im2col_row_plain)
+
+#if defined(__AVX512F__)
+/* A float32 im2col by gathers, for strides of 2 and more: off[(ki kw + kj)
+ * Ho Wo + oh Wo + ow] is the input's offset ih W + iw in its plane, -1 in the
+ * padding, so that a channel's kh kw Ho Wo column values are one flat gather
+ * of its plane. The rows of 14 of a stride-2 layer took 20 cycles each by
+ * masked loads and a permute (27% of a [32,32,28,28] 3x3 forward; 16% now,
+ * 1.24 -> 1.04 ms). Stride-1 rows are contiguous: loads serve them as well. */
+static int32_t *im2col_table(const ConvGeo *g) {
+    int64_t HW = g->Ho * g->Wo, n = g->kh * g->kw * HW;
+    int32_t *off = g->H * g->W <= INT32_MAX ? malloc((size_t)n * sizeof *off) : NULL;
+    for (int64_t k = 0; off && k < g->kh * g->kw; k++)
+        for (int64_t m = 0; m < HW; m++) {
+            int64_t ih = m / g->Wo * g->sh - g->ph + k / g->kw * g->dh;
+            int64_t iw = m % g->Wo * g->sw - g->pw + k % g->kw * g->dw;
+            off[k * HW + m] = ih < 0 || ih >= g->H || iw < 0 || iw >= g->W ? -1 : (int32_t)(ih * g->W + iw);
+        }
+    return off;
+}
+static void im2col_gather_f32(const float *x, float *restrict col, const int32_t *off, const ConvGeo *g) {
+    int64_t n = g->kh * g->kw * g->Ho * g->Wo;
+    for (int64_t c = 0; c < g->Cg; c++, col += n) {
+        const float *base = x + c * g->H * g->W;
+        for (int64_t m = 0; m < n; m += 16) {
+            __mmask16 t = n - m >= 16 ? 0xffff : (__mmask16)((1u << (n - m)) - 1);
+            __m512i idx = _mm512_maskz_loadu_epi32(t, off + m);
+            __mmask16 in = _mm512_mask_cmpge_epi32_mask(t, idx, _mm512_setzero_si512());
+            _mm512_mask_storeu_ps(col + m, t, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, idx, base, 4));
+        }
+    }
+}
+#else
+static int32_t *im2col_table(const ConvGeo *g) { return (void)g, NULL; }
+#define im2col_gather_f32(x, col, off, g) ((void)0)
+#endif
 
 /* y[r, :n] = b[r] for r < rows: the bias under a gemm with beta 1 */
 #define FILL_ROWS(SUF, T)                                                                                 \
@@ -754,6 +790,7 @@ static int conv_im2col(ct_dtype cd, int kind, const char *a, const char *b, cons
     char *part = kind == 2 ? calloc((size_t)nt, (size_t)(wn > 0 ? wn : 1) * (size_t)es) : NULL;
     if (kind == 2 && !part) return c10_error_int("out of memory");
     if (kind == 1) memset(y, 0, (size_t)(g->N * g->C * g->H * g->W * es));
+    int32_t *table = cd == CT_FLOAT32 && kind != 1 && !pw && g->sw >= 2 ? im2col_table(g) : NULL; /* NULL: rows */
 OMP(omp parallel num_threads(nt) if (par) reduction(| : fail))
     {
         size_t colsz = (size_t)(KK * HW > 0 ? KK * HW : 1) * (size_t)es; /* cached blocks: no page faults */
@@ -767,7 +804,10 @@ OMP(omp for schedule(static))
                     /* the group's input planes, output planes, weight rows */
                     int64_t xo = (n * g->C + gr * g->Cg) * g->H * g->W * es, yo = (n * g->O + gr * Og) * HW * es;
                     int64_t wo = gr * Og * KK * es;
-                    if (kind != 1 && !pw) im2col(cd, a + xo, col, g);
+                    if (kind != 1 && !pw) {
+                        if (table) im2col_gather_f32((const float *)(a + xo), (float *)col, table, g);
+                        else im2col(cd, a + xo, col, g);
+                    }
                     const char *cols = pw ? a + xo : col;
                     if (kind == 0) {
                         if (bias) fill_rows(cd, y + yo, bias + gr * Og * es, Og, HW);
@@ -783,6 +823,7 @@ OMP(omp for schedule(static))
     }
     if (kind == 2) sum_parts(cd, y, part, nt, wn);
     free(part);
+    free(table);
     return fail ? c10_error_int("out of memory") : 0;
 }
 

@@ -821,3 +821,44 @@ def test_pad_crop_keeps_the_layout():
         r = ct.check(lib.ct_pad(hp, ct.i64(pad), len(pad), 0.0))
         ct.assert_same_layout(r, want, f"pad {pad} ")
         ct.assert_close(r, want, what=f"pad {pad} ")
+
+
+# float32 strides of 2 and more: with AVX-512, im2col gathers each channel's
+# columns through one table of plane offsets (-1 in the padding) for the
+# forward and the weight gradient. Tails of the flat kh kw Ho Wo gather
+# (not multiples of 16), groups, dilations, padding past the taps' reach, an
+# inf in the input, and the bench layer's size over the threads.
+STRIDED_F32 = [  # x shape, w shape, stride, padding, dilation, groups
+    ((2, 3, 9, 8), (4, 3, 3, 3), 2, 1, 1, 1),
+    ((2, 4, 9, 11), (6, 2, 3, 3), (1, 3), (2, 1), (2, 1), 2),
+    ((1, 2, 5, 37), (3, 2, 2, 5), (3, 2), (0, 9), (1, 3), 1),
+    ((3, 5, 4, 4), (2, 5, 1, 1), 2, 0, 1, 1),
+    ((2, 3, 6, 6), (2, 3, 3, 3), 4, 3, 1, 1),
+    ((32, 32, 28, 28), (64, 32, 3, 3), 2, 1, 1, 1),
+]
+
+
+@pytest.mark.parametrize("case", range(len(STRIDED_F32)))
+def test_conv2d_strided_float32(case, threads):
+    """The float32 forward and gradients against torch's in float64 from the same float32 values."""
+    xs, ws, s, p, d, g = STRIDED_F32[case]
+    x, w, b = rand(xs, F32), rand(ws, F32), rand((ws[0],), F32)
+    if case == 0:
+        x[1, 2, 3, 5] = float("inf")
+    tx, tw, tb = (t.double().requires_grad_(True) for t in (x, w, b))
+    out = Fn.conv2d(tx, tw, tb, s, p, d, g)
+    hx, hw, hb = leaf(x), leaf(w), leaf(b)
+    hout = ct.check(ct_conv2d(hx, hw, hb, s, p, d, g))
+    what = f"float32 {xs} {ws} s{s} p{p} d{d} g{g}"
+    k = ws[1] * ws[2] * ws[3]  # the terms of an output's sum
+    ct.assert_close(hout, out.detach().float(), rtol=1e-5, atol=1e-5 * k ** 0.5, what=f"{what} forward: ")
+    if case == 0:
+        return  # the gradients of an inf input are NaN where they meet it
+    gy = torch.randn(out.shape, generator=GEN, dtype=D).float()
+    want = torch.autograd.grad(out, [tx, tw, tb], gy.double())
+    got = grads_of(hout, [hx, hw, hb], gy, create_graph=False)
+    n = xs[0] * out.shape[2] * out.shape[3]  # the terms of a weight gradient's sum
+    terms = [ws[0] // g * ws[2] * ws[3], n, n]  # and of an input gradient's (at most)
+    for k, name in enumerate(["input", "weight", "bias"]):
+        ct.assert_close(got[k], want[k].float(), rtol=1e-5, atol=1e-5 * terms[k] ** 0.5,
+                        what=f"{what} {name} gradient: ")
